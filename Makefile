@@ -1,0 +1,39 @@
+# The two commands: `make run` and `make test` (see README.md). Everything else is a convenience.
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build run test asan tsan bench format tidy clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j$(JOBS)
+
+run: build
+	@bash scripts/run-sluiced.sh $(BUILD_DIR)
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
+
+asan:
+	@$(MAKE) test BUILD_DIR=build-asan BUILD_TYPE=Debug CMAKE_FLAGS="-DSLUICE_SANITIZE=ON -DSLUICE_BUILD_BENCHMARKS=OFF"
+
+tsan:
+	@$(MAKE) test BUILD_DIR=build-tsan BUILD_TYPE=RelWithDebInfo CMAKE_FLAGS="-DSLUICE_TSAN=ON -DSLUICE_BUILD_BENCHMARKS=OFF"
+
+format:
+	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+tidy: configure
+	@git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
+
+clean:
+	@rm -rf build build-asan build-tsan

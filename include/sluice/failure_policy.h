@@ -1,0 +1,80 @@
+// Failure policy: what a limiter answers when its store cannot.
+//
+// A store outage must never hang or crash a caller, and what happens instead must be a choice, not
+// an accident. WithFailurePolicy() wraps a store (normally the Redis store) so that a failed check
+// (Unavailable, DeadlineExceeded, Internal, ResourceExhausted... anything but InvalidArgument, which
+// is the caller's bug) is answered by the policy:
+//   - kPropagate: return the error (sluiced turns it into gRPC UNAVAILABLE so that Envoy's own
+//     failure_mode_deny decides);
+//   - kAllow: fail open, allowed = true;
+//   - kDeny: fail closed, allowed = false (HTTP middleware answers 503, not 429);
+//   - kLocal: decide with an in-process memory store, the limit divided by `expected_instances`
+//     (rate-limiter-flexible's "insurance limiter"): each instance then admits about its share.
+// Every policy decision has `from_fallback = true` and is counted. After
+// `breaker_failure_threshold` consecutive failures the store is skipped for `breaker_open_for`
+// (answers come from the policy at once), then one probe at a time is let through until a check
+// succeeds: a dead store costs callers no deadline per request, and recovery is automatic.
+//
+// Example:
+//   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Store> redis, RedisStore::Create(options));
+//   std::unique_ptr<Store> store =
+//       WithFailurePolicy(std::move(redis), {.mode = FailureMode::kLocal, .expected_instances = 4});
+//
+// Thread safety: the wrapper is thread-safe.
+#ifndef SLUICE_FAILURE_POLICY_H_
+#define SLUICE_FAILURE_POLICY_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "sluice/clock.h"
+#include "sluice/store.h"
+
+namespace sluice {
+
+enum class FailureMode : uint8_t { kPropagate = 0, kAllow = 1, kDeny = 2, kLocal = 3 };
+
+// ParseFailureMode()
+//
+// "error" (kPropagate), "allow", "deny" or "local"; else InvalidArgument.
+absl::StatusOr<FailureMode> ParseFailureMode(std::string_view name);
+std::string_view FailureModeName(FailureMode mode);
+
+struct FailurePolicy {
+  FailureMode mode = FailureMode::kPropagate;
+  // kLocal: limits (and bursts) are divided by this, rounded down, at least 1. Default: 1.
+  int64_t expected_instances = 1;
+  // kDeny: the retry_after of a denial. Default: 1 s.
+  std::chrono::microseconds deny_retry_after = std::chrono::seconds(1);
+  // Consecutive store failures that open the breaker; 0 disables the breaker. Default: 5.
+  int breaker_failure_threshold = 5;
+  // How long an open breaker skips the store before it lets a probe through. Default: 1 s.
+  std::chrono::microseconds breaker_open_for = std::chrono::seconds(1);
+  // Time for the breaker and the local memory store. Not owned. Default (nullptr): Clock::Real().
+  Clock* clock = nullptr;
+};
+
+// Counters of a failure-policy wrapper (values may be slightly outdated).
+struct FailureStats {
+  uint64_t store_errors = 0;        // checks the store failed (InvalidArgument excluded)
+  uint64_t fallback_decisions = 0;  // decisions the policy made (incl. while the breaker is open)
+  bool breaker_open = false;
+};
+
+class FailurePolicyStore : public Store {
+ public:
+  virtual FailureStats Stats() const = 0;
+};
+
+// WithFailurePolicy()
+//
+// Returns `primary` wrapped with `policy`. The wrapper owns `primary`.
+std::unique_ptr<FailurePolicyStore> WithFailurePolicy(std::unique_ptr<Store> primary,
+                                                      const FailurePolicy& policy);
+
+}  // namespace sluice
+
+#endif  // SLUICE_FAILURE_POLICY_H_

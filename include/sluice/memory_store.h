@@ -1,0 +1,82 @@
+// MemoryStore: the embedded, in-process Store.
+//
+// State lives in a sharded hash map in this process, so limits are per instance: N instances of a
+// service each admit the full limit (use the Redis store to share one limit). Every entry expires
+// when its state no longer matters (docs/algorithms.md): lazily, when a check finds it expired, and
+// by an incremental sweep that checks run on their shard at most once per `sweep_interval`. Time
+// comes from the injected Clock's EpochNow(), which is monotonic, so a wall-clock step neither
+// resets nor locks out a limit.
+//
+// Example:
+//   std::unique_ptr<MemoryStore> store = MemoryStore::Create({.max_entries = 1'000'000});
+//   Limiter limiter(*store);
+//
+// Thread safety: thread-safe. Async methods run their callback inline, on the caller's stack,
+// before returning.
+#ifndef SLUICE_MEMORY_STORE_H_
+#define SLUICE_MEMORY_STORE_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "sluice/clock.h"
+#include "sluice/store.h"
+
+namespace sluice {
+
+// What a full store (max_entries reached, nothing expired to reclaim) does with a new key.
+enum class OverflowPolicy : uint8_t {
+  // Evict the entry that expires soonest among a small sample of the new key's shard (Redis's
+  // volatile-ttl approximation). Limits of evicted keys restart from empty. The default: memory
+  // stays bounded and no request is refused for lack of room.
+  kEvictSoonestExpiring = 0,
+  // Deny requests on new keys (Decision with allowed = false and retry_after = sweep_interval)
+  // until room frees up. Keys already present keep working.
+  kDenyNewKeys = 1,
+};
+
+struct MemoryStoreOptions {
+  // The time source. Not owned; must outlive the store. Default (nullptr): Clock::Real().
+  Clock* clock = nullptr;
+  // Upper bound on live entries across all shards. Default: 10 million.
+  size_t max_entries = 10'000'000;
+  // See OverflowPolicy. Default: kEvictSoonestExpiring.
+  OverflowPolicy overflow_policy = OverflowPolicy::kEvictSoonestExpiring;
+  // How often each shard is swept of expired entries (by the checks that use it). Default: 1 s.
+  std::chrono::microseconds sweep_interval = std::chrono::seconds(1);
+  // Number of independently locked shards, rounded up to a power of two. Default: 64.
+  size_t shards = 64;
+};
+
+// Counters of a memory store, read without stopping it (values may be slightly outdated).
+struct MemoryStoreStats {
+  size_t entries = 0;
+  uint64_t expired = 0;
+  uint64_t evicted = 0;
+  uint64_t denied_for_room = 0;
+};
+
+class MemoryStore : public Store {
+ public:
+  // MemoryStore::Create()
+  //
+  // Returns a new store, or InvalidArgument when an option is out of range (max_entries or shards
+  // of 0, a non-positive sweep_interval).
+  static absl::StatusOr<std::unique_ptr<MemoryStore>> Create(const MemoryStoreOptions& options);
+
+  // MemoryStore::Stats()
+  virtual MemoryStoreStats Stats() const = 0;
+
+  // MemoryStore::SweepExpired()
+  //
+  // Removes every expired entry now and returns how many were removed.
+  virtual size_t SweepExpired() = 0;
+
+  std::string_view Name() const override { return "memory"; }
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_MEMORY_STORE_H_

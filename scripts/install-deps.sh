@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages sluice needs to build, test and run.
+# Idempotent: when everything is present it prints nothing and exits 0.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git curl ca-certificates
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libhiredis-dev libssl-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev
+  redis-server redis-tools
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The redis-server package starts a system service on :6379; tests start their own servers on free ports.

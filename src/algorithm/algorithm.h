@@ -1,0 +1,109 @@
+// The five limit algorithms as pure functions of (limit, state, now, cost).
+//
+// Each Decide*() reads `state`, decides, and updates `state` in place only when the request is
+// admitted with a cost > 0, exactly as docs/algorithms.md specifies. None reads a clock: `now_us`
+// is integer microseconds since the Unix epoch, passed in. A default-constructed state is "no
+// state". The state after any call is equivalent to no state from `now_us + decision.reset_after`
+// on, so stores expire it then.
+//
+// `now_us` may go backwards between calls (Redis time can step back); no state then moves
+// backwards and every reported wait is measured from the earlier `now_us` (docs/algorithms.md,
+// "Time going backwards"). A state may also have been written under another valid limit of the same
+// algorithm; it is then read under the new one (docs/algorithms.md, "State written under another
+// limit").
+//
+// Example:
+//   GcraState state;
+//   Decision d = DecideGcra(limit, state, clock.EpochNow().count(), 1);
+//
+// REQUIRES: ValidateLimit(limit).ok() and ValidateCost(cost).ok() (the functions do not re-check);
+// 0 <= now_us < 2^52; `state` is default-constructed or was last written by the same function.
+//
+// Thread safety: pure functions; the caller serialises access to one state.
+#ifndef SLUICE_ALGORITHM_ALGORITHM_H_
+#define SLUICE_ALGORITHM_ALGORITHM_H_
+
+#include <cstdint>
+#include <deque>
+
+#include "sluice/decision.h"
+#include "sluice/limit.h"
+
+namespace sluice::algorithm {
+
+struct FixedWindowState {
+  // Start of the period-aligned window that `count` belongs to.
+  int64_t window_start_us = 0;
+  int64_t count = 0;
+
+  friend bool operator==(const FixedWindowState&, const FixedWindowState&) = default;
+};
+
+struct SlidingWindowState {
+  // Start of the period-aligned window that `current` belongs to; `previous` is the window before.
+  int64_t window_start_us = 0;
+  int64_t current = 0;
+  int64_t previous = 0;
+
+  friend bool operator==(const SlidingWindowState&, const SlidingWindowState&) = default;
+};
+
+struct SlidingLogState {
+  // Entry times in microseconds, sorted oldest first; one entry per admitted unit of cost. Entries
+  // that no longer count are dropped by the next admission, not by denials or peeks.
+  std::deque<int64_t> entries_us;
+
+  friend bool operator==(const SlidingLogState&, const SlidingLogState&) = default;
+};
+
+struct TokenBucketState {
+  // Tokens missing from a full bucket, scaled by the period in microseconds.
+  int64_t deficit = 0;
+  int64_t updated_us = 0;
+
+  friend bool operator==(const TokenBucketState&, const TokenBucketState&) = default;
+};
+
+struct GcraState {
+  // The theoretical arrival time is tat_us + tat_frac / limit, with 0 <= tat_frac < limit.
+  int64_t tat_us = 0;
+  int64_t tat_frac = 0;
+
+  friend bool operator==(const GcraState&, const GcraState&) = default;
+};
+
+// DecideFixedWindow()
+//
+// Fixed windows aligned to multiples of the period since the epoch.
+Decision DecideFixedWindow(const Limit& limit, FixedWindowState& state, int64_t now_us,
+                           int64_t cost);
+
+// DecideSlidingWindow()
+//
+// Two-window weighted counter; the previous window weighs by the whole milliseconds of it still
+// inside the sliding window.
+Decision DecideSlidingWindow(const Limit& limit, SlidingWindowState& state, int64_t now_us,
+                             int64_t cost);
+
+// DecideSlidingLog()
+//
+// Exact log of admitted units over the last period. O(log n) per decision, plus O(cost) and the
+// dropped entries on admission (O(n) when an admission lands before newer entries after a backward
+// time step).
+Decision DecideSlidingLog(const Limit& limit, SlidingLogState& state, int64_t now_us, int64_t cost);
+
+// DecideTokenBucket()
+//
+// A bucket of `limit.Capacity()` tokens refilled at `limit.limit` per period, in exact integers.
+Decision DecideTokenBucket(const Limit& limit, TokenBucketState& state, int64_t now_us,
+                           int64_t cost);
+
+// DecideGcra()
+//
+// The generic cell rate algorithm. Same decisions as DecideTokenBucket() while time never goes
+// backwards.
+Decision DecideGcra(const Limit& limit, GcraState& state, int64_t now_us, int64_t cost);
+
+}  // namespace sluice::algorithm
+
+#endif  // SLUICE_ALGORITHM_ALGORITHM_H_

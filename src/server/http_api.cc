@@ -1,0 +1,115 @@
+#include "src/server/http_api.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "boost/json/serialize.hpp"
+#include "boost/json/value.hpp"
+#include "src/util/strings.h"
+
+namespace sluice::server {
+namespace {
+
+HttpResponse ErrorResponse(int status, std::string_view code, std::string_view message) {
+  boost::json::object body;
+  body["error"] = std::string(code);
+  body["message"] = std::string(message);
+  return HttpResponse{.status = status, .body = boost::json::serialize(body)};
+}
+
+// The canonical code of a failed decision, as an HTTP status (style guide item 10).
+int HttpStatusFor(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      return 400;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    case absl::StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+}  // namespace
+
+void HttpApi::Handle(HttpRequest request, HttpServer::Respond respond) {
+  const std::string_view target = request.target;
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (path == "/json") {
+    if (request.method != "POST") {
+      std::move(respond)(ErrorResponse(405, "method_not_allowed", "use POST"));
+      return;
+    }
+    HandleJson(request, std::move(respond));
+  } else if (path == "/healthcheck") {
+    HandleHealth(std::move(respond));
+  } else if (path == "/metrics") {
+    std::move(respond)(HttpResponse{.status = 200,
+                                    .content_type = "text/plain; version=0.0.4",
+                                    .body = metrics_.Render()});
+  } else if (path == "/rlconfig") {
+    std::shared_ptr<const RateLimitConfig> config = service_.config();
+    std::move(respond)(HttpResponse{.status = 200,
+                                    .content_type = "text/plain",
+                                    .body = config != nullptr ? config->Dump() : ""});
+  } else {
+    std::move(respond)(ErrorResponse(404, "not_found", absl::StrCat("no route ", internal::AbslView(path))));
+  }
+}
+
+void HttpApi::HandleJson(const HttpRequest& request, HttpServer::Respond respond) {
+  RateLimitRequest parsed;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  if (auto s = google::protobuf::util::JsonStringToMessage(request.body, &parsed, options);
+      !s.ok()) {
+    std::move(respond)(ErrorResponse(400, "invalid_argument",
+                                     absl::StrCat("bad RateLimitRequest JSON: ", std::string(s.message()))));
+    return;
+  }
+  service_.ShouldRateLimit(parsed, [respond = std::move(respond)](
+                                       absl::StatusOr<RateLimitResponse> result) mutable {
+    if (!result.ok()) {
+      const int status = HttpStatusFor(result.status());
+      std::move(respond)(ErrorResponse(
+          status, absl::StatusCodeToString(result.status().code()),
+          std::string(result.status().message())));
+      return;
+    }
+    std::string body;
+    google::protobuf::util::JsonPrintOptions print;
+    print.preserve_proto_field_names = false;
+    (void)google::protobuf::util::MessageToJsonString(*result, &body, print);
+    const int status = result->overall_code() == RateLimitResponse::OVER_LIMIT ? 429 : 200;
+    std::move(respond)(HttpResponse{.status = status, .body = std::move(body)});
+  });
+}
+
+void HttpApi::HandleHealth(HttpServer::Respond respond) {
+  if (terminating_.load()) {
+    std::move(respond)(ErrorResponse(503, "terminating", "shutting down"));
+    return;
+  }
+  if (service_.config() == nullptr) {
+    std::move(respond)(ErrorResponse(503, "no_config", "no rate limit config loaded"));
+    return;
+  }
+  // A peek writes nothing but runs the same path as a real check (for Redis: EVALSHA, with
+  // NOSCRIPT recovery), so a server that answers PING but cannot run our scripts is unhealthy.
+  static const Limit kCanary{.limit = 1, .period = std::chrono::seconds(1)};
+  health_store_.CheckAsync(
+      "sluice-healthcheck", kCanary, 0,
+      [respond = std::move(respond)](absl::StatusOr<Decision> d) mutable {
+        if (!d.ok()) {
+          std::move(respond)(ErrorResponse(503, "store_unavailable", std::string(d.status().message())));
+          return;
+        }
+        std::move(respond)(HttpResponse{.status = 200, .content_type = "text/plain", .body = "OK"});
+      });
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,49 @@
+// HttpApi: sluiced's HTTP endpoints, on top of HttpServer.
+//
+//   POST /json        the proto3 JSON form of RateLimitRequest -> RateLimitResponse; 200 when OK,
+//                     429 when OVER_LIMIT, 400 for a bad request, 503 (with an error body) when the
+//                     store fails (envoyproxy/ratelimit answers 400 there, which hides outages).
+//   GET /healthcheck  200 only when a config is loaded, the store answers a real check (a peek
+//                     through the store's script path, not a PING), and no SIGTERM was received.
+//   GET /metrics      Prometheus text format.
+//   GET /rlconfig     the loaded rules, one per line.
+//
+// Thread safety: thread-safe; the referenced objects must outlive it.
+#ifndef SLUICE_SERVER_HTTP_API_H_
+#define SLUICE_SERVER_HTTP_API_H_
+
+#include <atomic>
+
+#include "sluice/store.h"
+#include "src/server/http_server.h"
+#include "src/server/metrics.h"
+#include "src/server/rate_limit_service.h"
+
+namespace sluice::server {
+
+class HttpApi {
+ public:
+  // `health_store` is probed by /healthcheck: the store itself, not its failure-policy wrapper,
+  // whose fallback would always answer.
+  HttpApi(RateLimitService& service, Metrics& metrics, Store& health_store)
+      : service_(service), metrics_(metrics), health_store_(health_store) {}
+
+  // Turns /healthcheck unhealthy for good (on SIGTERM, before the listeners close).
+  void MarkTerminating() { terminating_.store(true); }
+
+  // Answers one request; usable as an HttpServer::Handler.
+  void Handle(HttpRequest request, HttpServer::Respond respond);
+
+ private:
+  void HandleJson(const HttpRequest& request, HttpServer::Respond respond);
+  void HandleHealth(HttpServer::Respond respond);
+
+  RateLimitService& service_;
+  Metrics& metrics_;
+  Store& health_store_;
+  std::atomic<bool> terminating_{false};
+};
+
+}  // namespace sluice::server
+
+#endif  // SLUICE_SERVER_HTTP_API_H_

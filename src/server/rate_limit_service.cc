@@ -1,0 +1,431 @@
+#include "src/server/rate_limit_service.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "src/util/strings.h"
+
+namespace sluice::server {
+namespace {
+
+using Descriptor = envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+using ProtoUnit = RateLimitResponse::RateLimit::Unit;
+
+constexpr uint32_t kUnlimitedRemaining = 4294967295u;
+
+ProtoUnit ToProtoUnit(RateLimitUnit unit) {
+  switch (unit) {
+    case RateLimitUnit::kSecond:
+      return RateLimitResponse::RateLimit::SECOND;
+    case RateLimitUnit::kMinute:
+      return RateLimitResponse::RateLimit::MINUTE;
+    case RateLimitUnit::kHour:
+      return RateLimitResponse::RateLimit::HOUR;
+    case RateLimitUnit::kDay:
+      return RateLimitResponse::RateLimit::DAY;
+    case RateLimitUnit::kWeek:
+      return RateLimitResponse::RateLimit::WEEK;
+    case RateLimitUnit::kMonth:
+      return RateLimitResponse::RateLimit::MONTH;
+    case RateLimitUnit::kYear:
+      return RateLimitResponse::RateLimit::YEAR;
+  }
+  return RateLimitResponse::RateLimit::UNKNOWN;
+}
+
+// Maps an override's unit (envoy.type.v3.RateLimitUnit) to ours.
+absl::StatusOr<RateLimitUnit> OverrideUnit(int unit) {
+  switch (unit) {
+    case envoy::type::v3::SECOND:
+      return RateLimitUnit::kSecond;
+    case envoy::type::v3::MINUTE:
+      return RateLimitUnit::kMinute;
+    case envoy::type::v3::HOUR:
+      return RateLimitUnit::kHour;
+    case envoy::type::v3::DAY:
+      return RateLimitUnit::kDay;
+    case envoy::type::v3::WEEK:
+      return RateLimitUnit::kWeek;
+    case envoy::type::v3::MONTH:
+      return RateLimitUnit::kMonth;
+    case envoy::type::v3::YEAR:
+      return RateLimitUnit::kYear;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("limit.unit: unknown unit ", unit));
+  }
+}
+
+// Appends `s` with '\', '|' and '=' escaped, so that joined components can never collide.
+void AppendEscaped(std::string& out, std::string_view s) {
+  for (char c : s) {
+    if (c == '\\' || c == '|' || c == '=') out.push_back('\\');
+    out.push_back(c);
+  }
+}
+
+// The store key of one limit: domain, counter entries, and the limit's algorithm and period (a
+// changed quota keeps its counter, as a raised limit should take effect mid-window; a changed
+// algorithm or period starts a new one, since the old state means something else).
+std::string StoreKey(std::string_view domain, absl::Span<const DescriptorEntry> entries,
+                     const Limit& limit) {
+  std::string key;
+  AppendEscaped(key, domain);
+  for (const DescriptorEntry& e : entries) {
+    key.push_back('|');
+    AppendEscaped(key, e.key);
+    key.push_back('=');
+    AppendEscaped(key, e.value);
+  }
+  absl::StrAppend(&key, "|", internal::AbslView(AlgorithmName(limit.algorithm)), "/",
+                  limit.period.count() / 1000);
+  return key;
+}
+
+int64_t CeilSeconds(std::chrono::microseconds d) {
+  return d.count() <= 0 ? 0 : (d.count() + 999'999) / 1'000'000;
+}
+
+// One limit of one descriptor.
+struct Slot {
+  size_t descriptor = 0;
+  std::string key{};
+  std::string stats_key{};
+  std::string name{};
+  uint32_t requests_per_unit = 0;
+  ProtoUnit unit = RateLimitResponse::RateLimit::UNKNOWN;
+  std::optional<Limit> limit{};  // empty: requests_per_unit 0, deny without a store call
+  int64_t cost = 1;
+  bool shadow = false;
+  bool cached_over = false;
+  std::optional<Decision> decision{};
+};
+
+}  // namespace
+
+struct RateLimitService::Call {
+  std::string domain;
+  std::shared_ptr<const RateLimitConfig> config;
+  std::vector<bool> unlimited;  // per descriptor
+  std::vector<Slot> slots;
+  std::vector<LimitCheck> enforced_checks;
+  std::vector<size_t> enforced_slots;
+  std::vector<LimitCheck> shadow_checks;
+  std::vector<size_t> shadow_slots;
+  Callback done;
+  std::chrono::steady_clock::time_point started;
+  std::atomic<int> pending{0};
+  absl::Mutex mu;
+  absl::Status error ABSL_GUARDED_BY(mu);
+};
+
+RateLimitService::RateLimitService(Store& store, Metrics& metrics,
+                                   RateLimitServiceOptions options)
+    : store_(store),
+      metrics_(metrics),
+      options_(options),
+      clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
+      over_limit_cache_(options.over_limit_cache_entries > 0
+                            ? std::make_unique<OverLimitCache>(options.over_limit_cache_entries)
+                            : nullptr) {}
+
+void RateLimitService::SetConfig(std::shared_ptr<const RateLimitConfig> config) {
+  absl::MutexLock lock(&mu_);
+  config_ = std::move(config);
+}
+
+std::shared_ptr<const RateLimitConfig> RateLimitService::config() const {
+  absl::MutexLock lock(&mu_);
+  return config_;
+}
+
+namespace {
+
+absl::Status ValidateRequest(const RateLimitRequest& request,
+                             const RateLimitServiceOptions& options) {
+  if (request.domain().empty()) return absl::InvalidArgumentError("domain: must not be empty");
+  if (request.descriptors().empty()) {
+    return absl::InvalidArgumentError("descriptors: at least one descriptor is required");
+  }
+  if (static_cast<size_t>(request.descriptors_size()) > options.max_descriptors) {
+    return absl::InvalidArgumentError(absl::StrCat("descriptors: at most ",
+                                                   options.max_descriptors, " are allowed"));
+  }
+  for (int i = 0; i < request.descriptors_size(); ++i) {
+    const Descriptor& d = request.descriptors(i);
+    if (d.entries().empty() ||
+        static_cast<size_t>(d.entries_size()) > options.max_entries_per_descriptor) {
+      return absl::InvalidArgumentError(absl::StrCat("descriptors[", i, "].entries: 1 to ",
+                                                     options.max_entries_per_descriptor,
+                                                     " entries are required"));
+    }
+    for (int j = 0; j < d.entries_size(); ++j) {
+      const auto& e = d.entries(j);
+      if (e.key().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("descriptors[", i, "].entries[", j, "].key: must not be empty"));
+      }
+      if (e.key().size() > options.max_value_bytes || e.value().size() > options.max_value_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat("descriptors[", i, "].entries[", j,
+                                                       "]: key and value are limited to ",
+                                                       options.max_value_bytes, " bytes"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The hits a descriptor adds: its own hits_addend wins even when 0, else max(1, the request's).
+int64_t HitsFor(const RateLimitRequest& request, const Descriptor& d) {
+  if (d.has_hits_addend()) {
+    return static_cast<int64_t>(std::min<uint64_t>(d.hits_addend().value(), kMaxCost));
+  }
+  return std::max<int64_t>(1, request.hits_addend());
+}
+
+}  // namespace
+
+void RateLimitService::ShouldRateLimit(const RateLimitRequest& request, Callback done) {
+  if (absl::Status s = ValidateRequest(request, options_); !s.ok()) {
+    std::move(done)(std::move(s));
+    return;
+  }
+  auto call = std::make_shared<Call>();
+  call->started = clock_.Now();
+  call->domain = request.domain();
+  call->config = config();
+  call->done = std::move(done);
+  call->unlimited.assign(request.descriptors_size(), false);
+
+  absl::flat_hash_set<std::string_view> replaced;
+  std::vector<DescriptorEntry> entries;
+  for (int i = 0; i < request.descriptors_size(); ++i) {
+    const Descriptor& d = request.descriptors(i);
+    entries.clear();
+    for (const auto& e : d.entries()) entries.push_back({e.key(), e.value()});
+    const int64_t hits = HitsFor(request, d);
+
+    if (d.has_limit()) {
+      // An override bypasses the config, as in the reference: a fixed window of the given quota.
+      absl::StatusOr<RateLimitUnit> unit = OverrideUnit(d.limit().unit());
+      if (!unit.ok()) {
+        std::move(call->done)(absl::InvalidArgumentError(
+            absl::StrCat("descriptors[", i, "].", unit.status().message())));
+        return;
+      }
+      Slot slot{.descriptor = static_cast<size_t>(i),
+                .requests_per_unit = d.limit().requests_per_unit(),
+                .unit = ToProtoUnit(*unit),
+                .cost = hits,
+                .shadow = options_.global_shadow_mode};
+      std::string stats = call->domain;
+      for (const DescriptorEntry& e : entries) {
+        absl::StrAppend(&stats, ".", internal::AbslView(e.key), "_", internal::AbslView(e.value));
+      }
+      slot.stats_key = std::move(stats);
+      if (slot.requests_per_unit > 0) {
+        slot.limit = Limit{.algorithm = Algorithm::kFixedWindow,
+                           .limit = slot.requests_per_unit,
+                           .period = RateLimitUnitDuration(*unit)};
+        slot.key = StoreKey(call->domain, entries, *slot.limit);
+      }
+      call->slots.push_back(std::move(slot));
+      continue;
+    }
+
+    std::optional<RuleMatch> match =
+        call->config != nullptr ? call->config->Match(call->domain, entries) : std::nullopt;
+    if (!match.has_value()) continue;
+    const Rule& rule = *match->rule;
+    if (rule.unlimited) {
+      call->unlimited[i] = true;
+      continue;
+    }
+    for (const std::string& name : rule.replaces) replaced.insert(name);
+    for (const RuleLimit& rl : rule.limits) {
+      Slot slot{.descriptor = static_cast<size_t>(i),
+                .stats_key = match->stats_key,
+                .name = rl.name.empty() ? rule.name : rl.name,
+                .requests_per_unit = rl.requests_per_unit,
+                .unit = ToProtoUnit(rl.unit),
+                .limit = rl.limit,
+                .cost = hits,
+                .shadow = rule.shadow_mode || options_.global_shadow_mode};
+      if (slot.limit.has_value()) {
+        slot.key = StoreKey(call->domain, match->counter_entries, *slot.limit);
+      }
+      call->slots.push_back(std::move(slot));
+    }
+  }
+  // `replaces`: a matched limit named by another matched rule is dropped, its counter untouched.
+  if (!replaced.empty()) {
+    std::erase_if(call->slots, [&](const Slot& s) {
+      return !s.name.empty() && replaced.contains(s.name);
+    });
+  }
+
+  // Enforced limits are decided all-or-nothing. A limit already known to be over (requests_per_unit
+  // 0, or the over-limit cache) makes the request over, so the others are only peeked at.
+  const auto now = clock_.Now();
+  bool known_over = false;
+  for (Slot& s : call->slots) {
+    if (s.shadow) continue;
+    if (!s.limit.has_value()) {
+      known_over = true;
+    } else if (over_limit_cache_ != nullptr &&
+               over_limit_cache_->IsOver(s.key, s.limit->limit, s.cost, now)) {
+      s.cached_over = true;
+      known_over = true;
+      metrics_.CountLocalCacheHit();
+    }
+  }
+  for (size_t i = 0; i < call->slots.size(); ++i) {
+    Slot& s = call->slots[i];
+    if (!s.limit.has_value() || s.cached_over) continue;
+    if (s.shadow) {
+      call->shadow_checks.push_back({.key = s.key, .limit = *s.limit, .cost = s.cost});
+      call->shadow_slots.push_back(i);
+    } else {
+      call->enforced_checks.push_back(
+          {.key = s.key, .limit = *s.limit, .cost = known_over ? 0 : s.cost});
+      call->enforced_slots.push_back(i);
+    }
+  }
+
+  const int calls = (call->enforced_checks.empty() ? 0 : 1) + (call->shadow_checks.empty() ? 0 : 1);
+  if (calls == 0) {
+    Finish(std::move(call));
+    return;
+  }
+  call->pending.store(calls);
+  auto complete = [this, call](const std::vector<size_t>& slot_indexes,
+                               absl::StatusOr<MultiDecision> result) {
+    if (!result.ok()) {
+      metrics_.CountStoreError();
+      absl::MutexLock lock(&call->mu);
+      call->error = result.status();
+    } else {
+      for (size_t j = 0; j < slot_indexes.size() && j < result->decisions.size(); ++j) {
+        call->slots[slot_indexes[j]].decision = result->decisions[j];
+      }
+    }
+    if (call->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish(call);
+  };
+  if (!call->shadow_checks.empty()) {
+    store_.CheckAllAsync(call->shadow_checks, [call, complete](absl::StatusOr<MultiDecision> r) {
+      complete(call->shadow_slots, std::move(r));
+    });
+  }
+  if (!call->enforced_checks.empty()) {
+    store_.CheckAllAsync(call->enforced_checks,
+                         [call, complete](absl::StatusOr<MultiDecision> r) {
+                           complete(call->enforced_slots, std::move(r));
+                         });
+  }
+}
+
+void RateLimitService::Finish(std::shared_ptr<Call> call) {
+  {
+    absl::MutexLock lock(&call->mu);
+    if (!call->error.ok()) {
+      absl::Status error = call->error;
+      metrics_.ObserveDecisionLatency(std::chrono::duration_cast<std::chrono::microseconds>(
+          clock_.Now() - call->started));
+      std::move(call->done)(
+          absl::UnavailableError(absl::StrCat("rate limit store failed: ", error.message())));
+      return;
+    }
+  }
+  const auto now = clock_.Now();
+  RateLimitResponse response;
+  const size_t n = call->unlimited.size();
+  std::vector<bool> over(n, false);
+  std::chrono::microseconds retry_after{0};
+  for (Slot& s : call->slots) {
+    Decision d;
+    if (!s.limit.has_value()) {
+      d = Decision{.allowed = false, .limit = 0, .remaining = 0};
+    } else if (s.cached_over) {
+      d = Decision{.allowed = false, .limit = s.limit->Capacity(), .remaining = 0};
+    } else if (s.decision.has_value()) {
+      d = *s.decision;
+    } else {
+      continue;
+    }
+    s.decision = d;
+    if (d.from_fallback) metrics_.CountFallbackDecision();
+    const int64_t capacity = d.limit;
+    RuleOutcome outcome = RuleOutcome::kWithinLimit;
+    if (!d.allowed) {
+      outcome = s.shadow ? RuleOutcome::kShadowMode : RuleOutcome::kOverLimit;
+    } else if (static_cast<double>(capacity - d.remaining) >
+               options_.near_limit_ratio * static_cast<double>(capacity)) {
+      outcome = RuleOutcome::kNearLimit;
+    }
+    metrics_.CountRule(call->domain, s.stats_key, outcome, static_cast<uint64_t>(s.cost));
+    if (d.allowed || s.shadow) continue;
+    over[s.descriptor] = true;
+    if (over_limit_cache_ != nullptr && s.limit.has_value() && !s.cached_over) {
+      over_limit_cache_->Add(s.key, s.limit->limit, s.cost, now, d.retry_after);
+    }
+    retry_after =
+        std::max(retry_after, d.retry_after == Decision::kNever ? d.reset_after : d.retry_after);
+  }
+  // Per descriptor, the limit that speaks for it: an enforced denied one when it is over, else the
+  // one with the least remaining (as the reference reports the limit closest to its end).
+  std::vector<const Slot*> chosen(n, nullptr);
+  for (const Slot& s : call->slots) {
+    if (!s.decision.has_value()) continue;
+    if (over[s.descriptor] && (s.decision->allowed || s.shadow)) continue;
+    const Slot*& c = chosen[s.descriptor];
+    if (c == nullptr || s.decision->remaining < c->decision->remaining) c = &s;
+  }
+
+  bool any_over = false;
+  const Slot* closest = nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    auto* status = response.add_statuses();
+    status->set_code(over[i] ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK);
+    any_over = any_over || over[i];
+    if (call->unlimited[i]) {
+      status->set_limit_remaining(kUnlimitedRemaining);
+      continue;
+    }
+    const Slot* s = chosen[i];
+    if (s == nullptr) continue;
+    auto* limit = status->mutable_current_limit();
+    limit->set_requests_per_unit(s->requests_per_unit);
+    limit->set_unit(s->unit);
+    if (!s->name.empty()) limit->set_name(s->name);
+    status->set_limit_remaining(
+        static_cast<uint32_t>(std::clamp<int64_t>(s->decision->remaining, 0, kUnlimitedRemaining)));
+    const int64_t reset_us = s->decision->reset_after.count();
+    status->mutable_duration_until_reset()->set_seconds(reset_us / 1'000'000);
+    status->mutable_duration_until_reset()->set_nanos(static_cast<int32_t>(reset_us % 1'000'000) *
+                                                      1000);
+    if (closest == nullptr || s->decision->remaining < closest->decision->remaining) closest = s;
+  }
+  response.set_overall_code(any_over ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK);
+  if (options_.response_headers && closest != nullptr) {
+    auto add = [&response](std::string_view name, int64_t value) {
+      auto* h = response.add_response_headers_to_add();
+      h->set_key(std::string(name));
+      h->set_value(absl::StrCat(value));
+    };
+    add("RateLimit-Limit", closest->requests_per_unit);
+    add("RateLimit-Remaining", std::max<int64_t>(0, closest->decision->remaining));
+    add("RateLimit-Reset", CeilSeconds(closest->decision->reset_after));
+    if (any_over) add("Retry-After", std::max<int64_t>(1, CeilSeconds(retry_after)));
+  }
+  metrics_.ObserveDecisionLatency(
+      std::chrono::duration_cast<std::chrono::microseconds>(clock_.Now() - call->started));
+  std::move(call->done)(std::move(response));
+}
+
+}  // namespace sluice::server

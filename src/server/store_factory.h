@@ -1,0 +1,30 @@
+// MakeStore(): turns a --store URL and a failure policy into the store sluiced uses.
+#ifndef SLUICE_SERVER_STORE_FACTORY_H_
+#define SLUICE_SERVER_STORE_FACTORY_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "sluice/failure_policy.h"
+#include "sluice/store.h"
+
+namespace sluice::server {
+
+struct StoreHandles {
+  // What decisions go through: the store wrapped with its failure policy.
+  std::unique_ptr<FailurePolicyStore> store;
+  // The unwrapped store, for health checks. Owned by `store`.
+  Store* health_store = nullptr;
+  // For logs; never contains a password.
+  std::string description;
+};
+
+// Returns the store for `url` ("memory", "redis://...", "rediss://..."), or InvalidArgument for a bad
+// URL / Unavailable when the store cannot be set up.
+absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const FailurePolicy& policy);
+
+}  // namespace sluice::server
+
+#endif  // SLUICE_SERVER_STORE_FACTORY_H_

@@ -1,0 +1,240 @@
+// The failure-policy decorator (include/sluice/failure_policy.h).
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "sluice/failure_policy.h"
+#include "sluice/memory_store.h"
+#include "src/util/strings.h"
+
+namespace sluice {
+namespace {
+
+// Only the caller's own mistakes pass through untouched; everything else is the store failing.
+bool IsStoreFailure(const absl::Status& status) {
+  return !status.ok() && !absl::IsInvalidArgument(status);
+}
+
+class FailurePolicyStoreImpl final : public FailurePolicyStore {
+ public:
+  FailurePolicyStoreImpl(std::unique_ptr<Store> primary, const FailurePolicy& policy)
+      : policy_(policy),
+        clock_(policy.clock != nullptr ? *policy.clock : Clock::Real()),
+        local_(MakeLocalStore(policy, clock_)),
+        primary_(std::move(primary)) {}
+
+  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
+    if (!AdmitToStore()) return Fallback(key, limit, cost);
+    return Complete(primary_->Check(key, limit, cost), key, limit, cost);
+  }
+
+  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
+                  DecisionCallback done) override {
+    if (!AdmitToStore()) {
+      std::move(done)(Fallback(key, limit, cost));
+      return;
+    }
+    primary_->CheckAsync(key, limit, cost,
+                         [this, key = std::string(key), limit, cost,
+                          done = std::move(done)](absl::StatusOr<Decision> result) mutable {
+                           std::move(done)(Complete(std::move(result), key, limit, cost));
+                         });
+  }
+
+  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
+    if (!AdmitToStore()) return FallbackAll(checks);
+    return CompleteAll(primary_->CheckAll(checks), checks);
+  }
+
+  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+    if (!AdmitToStore()) {
+      std::move(done)(FallbackAll(checks));
+      return;
+    }
+    // The caller's span need not outlive the call; keep a copy for the fallback path.
+    std::vector<LimitCheck> copy(checks.begin(), checks.end());
+    primary_->CheckAllAsync(checks, [this, copy = std::move(copy), done = std::move(done)](
+                                        absl::StatusOr<MultiDecision> result) mutable {
+      std::move(done)(CompleteAll(std::move(result), copy));
+    });
+  }
+
+  std::string_view Name() const override { return primary_->Name(); }
+
+  FailureStats Stats() const override {
+    absl::MutexLock lock(&mu_);
+    return FailureStats{.store_errors = store_errors_.load(std::memory_order_relaxed),
+                        .fallback_decisions = fallback_decisions_.load(std::memory_order_relaxed),
+                        .breaker_open = open_};
+  }
+
+ private:
+  static std::unique_ptr<MemoryStore> MakeLocalStore(const FailurePolicy& policy, Clock& clock) {
+    if (policy.mode != FailureMode::kLocal) return nullptr;
+    absl::StatusOr<std::unique_ptr<MemoryStore>> store =
+        MemoryStore::Create(MemoryStoreOptions{.clock = &clock});
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+
+  absl::StatusOr<Decision> Complete(absl::StatusOr<Decision> result, std::string_view key,
+                                    const Limit& limit, int64_t cost) {
+    if (!IsStoreFailure(result.status())) {
+      OnStoreAnswered();
+      return result;
+    }
+    OnStoreFailed();
+    if (policy_.mode == FailureMode::kPropagate) return result;
+    return Fallback(key, limit, cost);
+  }
+
+  absl::StatusOr<MultiDecision> CompleteAll(absl::StatusOr<MultiDecision> result,
+                                            std::span<const LimitCheck> checks) {
+    if (!IsStoreFailure(result.status())) {
+      OnStoreAnswered();
+      return result;
+    }
+    OnStoreFailed();
+    if (policy_.mode == FailureMode::kPropagate) return result;
+    return FallbackAll(checks);
+  }
+
+  // Scales a limit down to this instance's share for the local fallback.
+  Limit LocalShare(const Limit& limit) const {
+    const int64_t n = std::max<int64_t>(1, policy_.expected_instances);
+    Limit share = limit;
+    share.limit = std::max<int64_t>(1, limit.limit / n);
+    if (share.burst.has_value()) share.burst = std::max<int64_t>(1, *limit.burst / n);
+    return share;
+  }
+
+  absl::StatusOr<Decision> Fallback(std::string_view key, const Limit& limit, int64_t cost) {
+    fallback_decisions_.fetch_add(1, std::memory_order_relaxed);
+    Decision d;
+    switch (policy_.mode) {
+      case FailureMode::kPropagate:
+        return absl::UnavailableError(absl::StrCat(
+            "store ", internal::AbslView(primary_->Name()), " skipped: circuit open after repeated failures"));
+      case FailureMode::kAllow:
+        d = Decision{.allowed = true, .limit = limit.Capacity(), .remaining = limit.Capacity()};
+        break;
+      case FailureMode::kDeny:
+        d = Decision{.allowed = false,
+                     .limit = limit.Capacity(),
+                     .remaining = 0,
+                     .reset_after = policy_.deny_retry_after,
+                     .retry_after = policy_.deny_retry_after};
+        break;
+      case FailureMode::kLocal: {
+        if (local_ == nullptr) return absl::InternalError("local fallback store unavailable");
+        absl::StatusOr<Decision> local = local_->Check(key, LocalShare(limit), cost);
+        if (!local.ok()) return local;
+        d = *local;
+        break;
+      }
+    }
+    d.from_fallback = true;
+    return d;
+  }
+
+  absl::StatusOr<MultiDecision> FallbackAll(std::span<const LimitCheck> checks) {
+    if (policy_.mode == FailureMode::kLocal && local_ != nullptr) {
+      fallback_decisions_.fetch_add(1, std::memory_order_relaxed);
+      std::vector<LimitCheck> shares(checks.begin(), checks.end());
+      for (LimitCheck& c : shares) c.limit = LocalShare(c.limit);
+      absl::StatusOr<MultiDecision> local = local_->CheckAll(shares);
+      if (local.ok()) {
+        for (Decision& d : local->decisions) d.from_fallback = true;
+      }
+      return local;
+    }
+    MultiDecision out{.allowed = true, .decisions = {}};
+    for (const LimitCheck& c : checks) {
+      absl::StatusOr<Decision> d = Fallback(c.key, c.limit, c.cost);
+      if (!d.ok()) return d.status();
+      out.allowed = out.allowed && d->allowed;
+      out.decisions.push_back(*d);
+    }
+    return out;
+  }
+
+  // Circuit breaker: closed -> (threshold consecutive failures) -> open for breaker_open_for ->
+  // one probe at a time -> closed on the first success.
+  bool AdmitToStore() {
+    if (policy_.breaker_failure_threshold <= 0) return true;
+    absl::MutexLock lock(&mu_);
+    if (!open_) return true;
+    if (clock_.Now() < open_until_ || probe_in_flight_) return false;
+    probe_in_flight_ = true;
+    return true;
+  }
+
+  void OnStoreAnswered() {
+    if (policy_.breaker_failure_threshold <= 0) return;
+    absl::MutexLock lock(&mu_);
+    consecutive_failures_ = 0;
+    open_ = false;
+    probe_in_flight_ = false;
+  }
+
+  void OnStoreFailed() {
+    store_errors_.fetch_add(1, std::memory_order_relaxed);
+    if (policy_.breaker_failure_threshold <= 0) return;
+    absl::MutexLock lock(&mu_);
+    probe_in_flight_ = false;
+    ++consecutive_failures_;
+    if (open_ || consecutive_failures_ >= policy_.breaker_failure_threshold) {
+      open_ = true;
+      open_until_ = clock_.Now() + policy_.breaker_open_for;
+    }
+  }
+
+  const FailurePolicy policy_;
+  Clock& clock_;
+  std::unique_ptr<MemoryStore> local_;
+  std::atomic<uint64_t> store_errors_{0};
+  std::atomic<uint64_t> fallback_decisions_{0};
+  mutable absl::Mutex mu_;
+  int consecutive_failures_ ABSL_GUARDED_BY(mu_) = 0;
+  bool open_ ABSL_GUARDED_BY(mu_) = false;
+  bool probe_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  std::chrono::steady_clock::time_point open_until_ ABSL_GUARDED_BY(mu_);
+  // Declared last so it is destroyed first: its destructor may still complete callbacks that use
+  // the members above.
+  std::unique_ptr<Store> primary_;
+};
+
+}  // namespace
+
+absl::StatusOr<FailureMode> ParseFailureMode(std::string_view name) {
+  if (name == "error") return FailureMode::kPropagate;
+  if (name == "allow") return FailureMode::kAllow;
+  if (name == "deny") return FailureMode::kDeny;
+  if (name == "local") return FailureMode::kLocal;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown failure mode '", internal::AbslView(name), "' (expected error, allow, deny or local)"));
+}
+
+std::string_view FailureModeName(FailureMode mode) {
+  switch (mode) {
+    case FailureMode::kPropagate:
+      return "error";
+    case FailureMode::kAllow:
+      return "allow";
+    case FailureMode::kDeny:
+      return "deny";
+    case FailureMode::kLocal:
+      return "local";
+  }
+  return "unknown";
+}
+
+std::unique_ptr<FailurePolicyStore> WithFailurePolicy(std::unique_ptr<Store> primary,
+                                                      const FailurePolicy& policy) {
+  return std::make_unique<FailurePolicyStoreImpl>(std::move(primary), policy);
+}
+
+}  // namespace sluice

@@ -1,0 +1,301 @@
+#include "src/server/rate_limit_service.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/config.h"
+#include "sluice/failure_policy.h"
+#include "sluice/memory_store.h"
+#include "tests/testing/faulty_store.h"
+#include "tests/testing/manual_clock.h"
+
+namespace sluice::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kConfig[] = R"yaml(
+domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: path
+    value: /login
+    rate_limit: {unit: second, requests_per_unit: 2, name: login}
+  - key: internal
+    rate_limit: {unlimited: true}
+  - key: blocked
+    rate_limit: {unit: second, requests_per_unit: 0}
+  - key: shadow
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: user
+    rate_limits:
+      - {unit: second, requests_per_unit: 2, name: user_per_second}
+      - {unit: hour, requests_per_unit: 5, name: user_per_hour}
+  - key: tier
+    value: free
+    rate_limit: {unit: minute, requests_per_unit: 100, name: tier_free}
+    descriptors:
+      - key: tenant
+        replaces: [{name: tier_free}]
+        rate_limit: {unit: minute, requests_per_unit: 1, name: tenant_limit}
+)yaml";
+
+class RateLimitServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Build(RateLimitServiceOptions{}); }
+
+  void Build(RateLimitServiceOptions options) {
+    auto memory = MemoryStore::Create({.clock = &clock_});
+    ASSERT_TRUE(memory.ok());
+    auto faulty = std::make_unique<testing::FaultyStore>(*std::move(memory));
+    faulty_ = faulty.get();
+    store_ = WithFailurePolicy(std::move(faulty), {.mode = FailureMode::kPropagate,
+                                                   .breaker_failure_threshold = 0,
+                                                   .clock = &clock_});
+    options.clock = &clock_;
+    service_ = std::make_unique<RateLimitService>(*store_, metrics_, options);
+    const ConfigSource source{.name = "edge.yaml", .content = kConfig};
+    auto config = ParseRateLimitConfig({&source, 1});
+    ASSERT_TRUE(config.ok()) << config.status();
+    service_->SetConfig(*config);
+  }
+
+  absl::StatusOr<RateLimitResponse> Call(const std::string& text_proto) {
+    RateLimitRequest request;
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text_proto, &request)) << text_proto;
+    absl::StatusOr<RateLimitResponse> out = absl::InternalError("callback not run");
+    int calls = 0;
+    service_->ShouldRateLimit(request, [&](absl::StatusOr<RateLimitResponse> r) {
+      ++calls;
+      out = std::move(r);
+    });
+    EXPECT_EQ(calls, 1);  // The memory store completes inline.
+    return out;
+  }
+
+  testing::ManualClock clock_{std::chrono::seconds(1'700'000'000)};
+  Metrics metrics_;
+  testing::FaultyStore* faulty_ = nullptr;
+  std::unique_ptr<FailurePolicyStore> store_;
+  std::unique_ptr<RateLimitService> service_;
+};
+
+constexpr char kIp[] =
+    R"pb(domain: "edge" descriptors { entries { key: "remote_address" value: "10.0.0.1" } })pb";
+
+TEST_F(RateLimitServiceTest, AdmitsUpToTheLimitThenOverLimit) {
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<RateLimitResponse> r = Call(kIp);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+    ASSERT_EQ(r->statuses_size(), 1);
+    EXPECT_EQ(r->statuses(0).limit_remaining(), static_cast<uint32_t>(2 - i));
+    EXPECT_EQ(r->statuses(0).current_limit().requests_per_unit(), 3u);
+    EXPECT_EQ(r->statuses(0).current_limit().unit(), RateLimitResponse::RateLimit::MINUTE);
+  }
+  absl::StatusOr<RateLimitResponse> r = Call(kIp);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(0).limit_remaining(), 0u);
+  // The window is aligned to the minute: 1'700'000'000 s is 20 s into one.
+  EXPECT_EQ(r->statuses(0).duration_until_reset().seconds(), 40);
+}
+
+TEST_F(RateLimitServiceTest, EachValueOfAValuelessKeyHasItsOwnCounter) {
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Call(kIp).ok());
+  absl::StatusOr<RateLimitResponse> other = Call(
+      R"pb(domain: "edge" descriptors { entries { key: "remote_address" value: "10.0.0.2" } })pb");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->overall_code(), RateLimitResponse::OK);
+}
+
+TEST_F(RateLimitServiceTest, UnmatchedDescriptorIsOkWithoutALimit) {
+  absl::StatusOr<RateLimitResponse> r =
+      Call(R"pb(domain: "edge" descriptors { entries { key: "nothing" value: "x" } })pb");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  ASSERT_EQ(r->statuses_size(), 1);
+  EXPECT_FALSE(r->statuses(0).has_current_limit());
+}
+
+TEST_F(RateLimitServiceTest, UnlimitedNeverTouchesTheStore) {
+  faulty_->Fail(absl::UnavailableError("down"));
+  absl::StatusOr<RateLimitResponse> r =
+      Call(R"pb(domain: "edge" descriptors { entries { key: "internal" value: "x" } })pb");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OK);
+  EXPECT_EQ(r->statuses(0).limit_remaining(), 4294967295u);
+  EXPECT_EQ(faulty_->failed(), 0);
+}
+
+TEST_F(RateLimitServiceTest, ZeroRequestsPerUnitDeniesEverything) {
+  absl::StatusOr<RateLimitResponse> r =
+      Call(R"pb(domain: "edge" descriptors { entries { key: "blocked" value: "x" } })pb");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+}
+
+// Verifies a request over one limit consumes none of the others (all-or-nothing).
+TEST_F(RateLimitServiceTest, RejectedRequestConsumesNoOtherDescriptor) {
+  constexpr char kIpAndBlocked[] = R"pb(
+    domain: "edge"
+    descriptors { entries { key: "remote_address" value: "10.0.0.9" } }
+    descriptors { entries { key: "blocked" value: "x" } })pb";
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<RateLimitResponse> r = Call(kIpAndBlocked);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+    EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OK);
+    EXPECT_EQ(r->statuses(1).code(), RateLimitResponse::OVER_LIMIT);
+  }
+  absl::StatusOr<RateLimitResponse> r = Call(
+      R"pb(domain: "edge" descriptors { entries { key: "remote_address" value: "10.0.0.9" } })pb");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->statuses(0).limit_remaining(), 2u);
+}
+
+TEST_F(RateLimitServiceTest, SeveralLimitsOnOneDescriptorAreAllEnforced) {
+  constexpr char kUser[] =
+      R"pb(domain: "edge" descriptors { entries { key: "user" value: "u1" } })pb";
+  int admitted = 0;
+  for (int second = 0; second < 4; ++second) {
+    for (int i = 0; i < 3; ++i) {
+      absl::StatusOr<RateLimitResponse> r = Call(kUser);
+      ASSERT_TRUE(r.ok());
+      admitted += r->overall_code() == RateLimitResponse::OK ? 1 : 0;
+    }
+    clock_.Advance(std::chrono::seconds(1));
+  }
+  // 2 per second for 4 seconds would be 8, but the hourly limit is 5.
+  EXPECT_EQ(admitted, 5);
+  absl::StatusOr<RateLimitResponse> r = Call(kUser);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->statuses(0).current_limit().name(), "user_per_hour");
+}
+
+TEST_F(RateLimitServiceTest, ShadowModeCountsButNeverDenies) {
+  constexpr char kShadow[] =
+      R"pb(domain: "edge" descriptors { entries { key: "shadow" value: "s" } })pb";
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<RateLimitResponse> r = Call(kShadow);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  }
+  EXPECT_THAT(metrics_.Render(), HasSubstr("sluice_rule_shadow_mode{domain=\"edge\",rule=\"edge.shadow\"} 2"));
+}
+
+TEST_F(RateLimitServiceTest, DescriptorHitsAddendWinsEvenWhenZero) {
+  constexpr char kPeek[] = R"pb(
+    domain: "edge"
+    hits_addend: 2
+    descriptors {
+      entries { key: "remote_address" value: "10.0.0.7" }
+      hits_addend { value: 0 }
+    })pb";
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<RateLimitResponse> r = Call(kPeek);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+    EXPECT_EQ(r->statuses(0).limit_remaining(), 3u);
+  }
+  constexpr char kTwoHits[] = R"pb(
+    domain: "edge"
+    hits_addend: 2
+    descriptors { entries { key: "remote_address" value: "10.0.0.7" } })pb";
+  absl::StatusOr<RateLimitResponse> r = Call(kTwoHits);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->statuses(0).limit_remaining(), 1u);
+}
+
+TEST_F(RateLimitServiceTest, ReplacesDropsTheReplacedLimit) {
+  constexpr char kTenant[] = R"pb(
+    domain: "edge"
+    descriptors { entries { key: "tier" value: "free" } }
+    descriptors {
+      entries { key: "tier" value: "free" }
+      entries { key: "tenant" value: "t1" }
+    })pb";
+  absl::StatusOr<RateLimitResponse> r = Call(kTenant);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  // The tier_free limit was replaced by tenant_limit, so the first descriptor reports no limit.
+  EXPECT_FALSE(r->statuses(0).has_current_limit());
+  EXPECT_EQ(r->statuses(1).current_limit().name(), "tenant_limit");
+  r = Call(kTenant);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+}
+
+TEST_F(RateLimitServiceTest, OverrideLimitBypassesTheConfig) {
+  constexpr char kOverride[] = R"pb(
+    domain: "edge"
+    descriptors {
+      entries { key: "anything" value: "x" }
+      limit { requests_per_unit: 1 unit: SECOND }
+    })pb";
+  absl::StatusOr<RateLimitResponse> r = Call(kOverride);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(r->statuses(0).current_limit().requests_per_unit(), 1u);
+  r = Call(kOverride);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+}
+
+TEST_F(RateLimitServiceTest, StoreFailureIsUnavailable) {
+  faulty_->Fail(absl::DeadlineExceededError("redis timed out"));
+  absl::StatusOr<RateLimitResponse> r = Call(kIp);
+  EXPECT_TRUE(absl::IsUnavailable(r.status())) << r.status();
+  EXPECT_THAT(metrics_.Render(), HasSubstr("sluice_store_errors_total 1"));
+}
+
+TEST_F(RateLimitServiceTest, BadRequestsAreInvalidArgument) {
+  EXPECT_TRUE(absl::IsInvalidArgument(Call(R"pb(domain: "")pb").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Call(R"pb(domain: "edge")pb").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      Call(R"pb(domain: "edge" descriptors { entries { key: "" value: "x" } })pb").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Call(R"pb(domain: "edge" descriptors {})pb").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Call(R"pb(
+    domain: "edge"
+    descriptors {
+      entries { key: "a" value: "x" }
+      limit { requests_per_unit: 1 unit: UNKNOWN }
+    })pb").status()));
+}
+
+TEST_F(RateLimitServiceTest, ResponseHeadersDescribeTheClosestLimit) {
+  Build({.response_headers = true});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Call(kIp).ok());
+  absl::StatusOr<RateLimitResponse> r = Call(kIp);
+  ASSERT_TRUE(r.ok());
+  std::map<std::string, std::string> headers;
+  for (const auto& h : r->response_headers_to_add()) headers[h.key()] = h.value();
+  EXPECT_EQ(headers["RateLimit-Limit"], "3");
+  EXPECT_EQ(headers["RateLimit-Remaining"], "0");
+  EXPECT_EQ(headers["RateLimit-Reset"], "40");
+  EXPECT_EQ(headers["Retry-After"], "40");
+}
+
+// Verifies the over-limit cache answers without the store until the denial's retry_after passes.
+TEST_F(RateLimitServiceTest, OverLimitCacheSkipsTheStoreUntilReset) {
+  Build({.over_limit_cache_entries = 100});
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Call(kIp).ok());  // The 4th is denied and cached.
+  faulty_->Fail(absl::UnavailableError("down"));
+  absl::StatusOr<RateLimitResponse> r = Call(kIp);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(faulty_->failed(), 0);
+  clock_.Advance(std::chrono::seconds(40));
+  EXPECT_FALSE(Call(kIp).ok());  // Expired: the store is asked again (and is down).
+}
+
+}  // namespace
+}  // namespace sluice::server

@@ -1,0 +1,79 @@
+// FaultyStore: a forwarding Store that injects failures, for tests of failure handling.
+//
+// Forwards every call to a wrapped store until Fail(status) is set; then every call completes with
+// that status (async calls inline) without reaching the wrapped store, as a dead or hung Redis would
+// after its deadline. Heal() restores forwarding.
+//
+// Thread safety: thread-safe.
+#ifndef SLUICE_TESTS_TESTING_FAULTY_STORE_H_
+#define SLUICE_TESTS_TESTING_FAULTY_STORE_H_
+
+#include <atomic>
+#include <memory>
+#include <utility>
+
+#include "absl/synchronization/mutex.h"
+#include "sluice/store.h"
+
+namespace sluice::testing {
+
+class FaultyStore final : public Store {
+ public:
+  explicit FaultyStore(std::unique_ptr<Store> wrapped) : wrapped_(std::move(wrapped)) {}
+
+  void Fail(absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    failure_ = std::move(status);
+  }
+  void Heal() { Fail(absl::OkStatus()); }
+  // Calls that reached the wrapped store.
+  int forwarded() const { return forwarded_.load(); }
+  // Calls answered with the injected failure.
+  int failed() const { return failed_.load(); }
+
+  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
+    if (absl::Status s = Failure(); !s.ok()) return s;
+    return wrapped_->Check(key, limit, cost);
+  }
+  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
+                  DecisionCallback done) override {
+    if (absl::Status s = Failure(); !s.ok()) {
+      std::move(done)(s);
+      return;
+    }
+    wrapped_->CheckAsync(key, limit, cost, std::move(done));
+  }
+  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
+    if (absl::Status s = Failure(); !s.ok()) return s;
+    return wrapped_->CheckAll(checks);
+  }
+  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+    if (absl::Status s = Failure(); !s.ok()) {
+      std::move(done)(s);
+      return;
+    }
+    wrapped_->CheckAllAsync(checks, std::move(done));
+  }
+  std::string_view Name() const override { return "faulty"; }
+
+ private:
+  absl::Status Failure() {
+    absl::MutexLock lock(&mu_);
+    if (failure_.ok()) {
+      forwarded_.fetch_add(1);
+    } else {
+      failed_.fetch_add(1);
+    }
+    return failure_;
+  }
+
+  absl::Mutex mu_;
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> forwarded_{0};
+  std::atomic<int> failed_{0};
+  std::unique_ptr<Store> wrapped_;
+};
+
+}  // namespace sluice::testing
+
+#endif  // SLUICE_TESTS_TESTING_FAULTY_STORE_H_
