@@ -43,8 +43,11 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 100, name: tier_free}
     descriptors:
       - key: tenant
-        replaces: [{name: tier_free}]
-        rate_limit: {unit: minute, requests_per_unit: 1, name: tenant_limit}
+        rate_limit:
+          unit: minute
+          requests_per_unit: 1
+          name: tenant_limit
+          replaces: [{name: tier_free}]
 )yaml";
 
 class RateLimitServiceTest : public ::testing::Test {

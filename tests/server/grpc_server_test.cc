@@ -1,0 +1,95 @@
+#include "src/server/grpc_server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+
+#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "sluice/config.h"
+#include "sluice/failure_policy.h"
+#include "sluice/memory_store.h"
+#include "tests/testing/faulty_store.h"
+
+namespace sluice::server {
+namespace {
+
+constexpr char kConfig[] = R"yaml(
+domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: hour, requests_per_unit: 2}
+)yaml";
+
+class GrpcServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto memory = MemoryStore::Create({});
+    ASSERT_TRUE(memory.ok());
+    auto faulty = std::make_unique<testing::FaultyStore>(*std::move(memory));
+    faulty_ = faulty.get();
+    store_ = WithFailurePolicy(std::move(faulty), {.breaker_failure_threshold = 0});
+    service_ = std::make_unique<RateLimitService>(*store_, metrics_, RateLimitServiceOptions{});
+    const ConfigSource source{.name = "edge.yaml", .content = kConfig};
+    auto config = ParseRateLimitConfig({&source, 1});
+    ASSERT_TRUE(config.ok()) << config.status();
+    service_->SetConfig(*config);
+    server_ = std::make_unique<GrpcServer>("127.0.0.1:0", *service_);
+    ASSERT_TRUE(server_->Start().ok());
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                       grpc::InsecureChannelCredentials());
+    stub_ = envoy::service::ratelimit::v3::RateLimitService::NewStub(channel);
+  }
+
+  grpc::Status Call(const RateLimitRequest& request, RateLimitResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return stub_->ShouldRateLimit(&context, request, response);
+  }
+
+  static RateLimitRequest IpRequest() {
+    RateLimitRequest request;
+    request.set_domain("edge");
+    auto* entry = request.add_descriptors()->add_entries();
+    entry->set_key("remote_address");
+    entry->set_value("10.1.1.1");
+    return request;
+  }
+
+  Metrics metrics_;
+  testing::FaultyStore* faulty_ = nullptr;
+  std::unique_ptr<FailurePolicyStore> store_;
+  std::unique_ptr<RateLimitService> service_;
+  std::unique_ptr<GrpcServer> server_;
+  std::unique_ptr<envoy::service::ratelimit::v3::RateLimitService::Stub> stub_;
+};
+
+TEST_F(GrpcServerTest, ShouldRateLimitOverTheWire) {
+  RateLimitResponse response;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(Call(IpRequest(), &response).ok());
+    EXPECT_EQ(response.overall_code(), RateLimitResponse::OK);
+  }
+  ASSERT_TRUE(Call(IpRequest(), &response).ok());
+  EXPECT_EQ(response.overall_code(), RateLimitResponse::OVER_LIMIT);
+  ASSERT_EQ(response.statuses_size(), 1);
+  EXPECT_EQ(response.statuses(0).current_limit().unit(), RateLimitResponse::RateLimit::HOUR);
+}
+
+TEST_F(GrpcServerTest, BadRequestIsInvalidArgument) {
+  RateLimitRequest request;
+  request.set_domain("edge");
+  RateLimitResponse response;
+  EXPECT_EQ(Call(request, &response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// Verifies a store failure with no failure policy reaches Envoy as UNAVAILABLE, so that its own
+// failure_mode_deny decides.
+TEST_F(GrpcServerTest, StoreFailureIsUnavailable) {
+  faulty_->Fail(absl::UnavailableError("redis down"));
+  RateLimitResponse response;
+  EXPECT_EQ(Call(IpRequest(), &response).error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+}  // namespace
+}  // namespace sluice::server
