@@ -1,0 +1,44 @@
+// fixed_window: docs/algorithms.md, "fixed_window".
+#include <algorithm>
+#include <cstdint>
+
+#include "sluice/decision.h"
+#include "sluice/limit.h"
+
+#include "src/algorithm/algorithm.h"
+#include "src/algorithm/math_internal.h"
+
+namespace sluice::algorithm {
+
+using internal::Admitted;
+using internal::AlignDown;
+using internal::Denied;
+using internal::Never;
+
+Decision DecideFixedWindow(const Limit& limit, FixedWindowState& state, int64_t now_us,
+                           int64_t cost) {
+  const int64_t l = limit.limit;
+  const int64_t period = limit.period.count();
+  // After a backward time step `now` may fall before the recorded window; that window stays the
+  // current one, so a step back never hands out a fresh quota.
+  const int64_t window = AlignDown(std::max(now_us, state.window_start_us), period);
+  const int64_t count = state.window_start_us < window ? 0 : state.count;
+  // Positive, and larger than the period only after a backward step.
+  const int64_t reset_after = window + period - now_us;
+
+  // `count` <= 2^32 - 1 (it only grows by admitted cost under some limit <= kMaxLimit), so the sums
+  // below stay far from overflow even with cost = kMaxCost.
+  if (cost > l) {
+    return Never(l, std::max<int64_t>(0, l - count), reset_after);
+  }
+  if (cost == 0 || count + cost <= l) {
+    if (cost > 0) {
+      state = {.window_start_us = window, .count = count + cost};
+    }
+    return Admitted(l, std::max<int64_t>(0, l - count - cost), reset_after);
+  }
+  // The next window starts empty and cost <= l, so it admits the request.
+  return Denied(l, std::max<int64_t>(0, l - count), reset_after, reset_after);
+}
+
+}  // namespace sluice::algorithm

@@ -1,0 +1,194 @@
+// Replays tests/vectors/*.json (worked examples of docs/algorithms.md) through the C++ algorithms.
+// tests/store/redis/lua_vectors_test.cc replays the same files through the Lua scripts.
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include <unistd.h>
+
+#include "sluice/decision.h"
+#include "sluice/limit.h"
+
+#include "src/algorithm/algorithm.h"
+#include "tests/algorithm/algorithm_testing.h"
+#include "tests/testing/test_vectors.h"
+
+namespace sluice::algorithm {
+namespace {
+
+using ::sluice::testing::LoadAllVectors;
+using ::sluice::testing::LoadVectorsFromDirectory;
+using ::sluice::testing::VectorCase;
+using ::sluice::testing::VectorStep;
+using ::testing::HasSubstr;
+
+// The message as a std::string, so that gtest prints it as text.
+std::string MessageOf(const absl::Status& status) { return std::string(status.message()); }
+
+// Runs every step of `c` against one state of the case's algorithm; returns the decisions.
+std::vector<Decision> ReplayCase(const VectorCase& c) {
+  std::vector<Decision> out;
+  const auto run = [&](auto state, auto decide) {
+    for (const VectorStep& step : c.steps) {
+      out.push_back(decide(c.limit, state, step.now_us, step.cost));
+    }
+  };
+  switch (c.limit.algorithm) {
+    case Algorithm::kFixedWindow:
+      run(FixedWindowState{}, &DecideFixedWindow);
+      break;
+    case Algorithm::kSlidingWindow:
+      run(SlidingWindowState{}, &DecideSlidingWindow);
+      break;
+    case Algorithm::kSlidingLog:
+      run(SlidingLogState{}, &DecideSlidingLog);
+      break;
+    case Algorithm::kTokenBucket:
+      run(TokenBucketState{}, &DecideTokenBucket);
+      break;
+    case Algorithm::kGcra:
+      run(GcraState{}, &DecideGcra);
+      break;
+  }
+  return out;
+}
+
+TEST(Vectors, CoverEveryAlgorithm) {
+  std::map<Algorithm, int> cases_per_algorithm;
+  for (const VectorCase& c : LoadAllVectors()) {
+    ++cases_per_algorithm[c.limit.algorithm];
+  }
+  for (int i = 0; i < kAlgorithmCount; ++i) {
+    const auto algorithm = static_cast<Algorithm>(i);
+    EXPECT_GE(cases_per_algorithm[algorithm], 6) << AlgorithmName(algorithm);
+  }
+}
+
+// Verifies the contract every expected decision must satisfy, independently of any implementation,
+// so that a typo in a hand-written vector is caught before it is blamed on the C++ or the Lua.
+TEST(Vectors, ExpectationsAreWellFormed) {
+  for (const VectorCase& c : LoadAllVectors()) {
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      SCOPED_TRACE(absl::StrCat(c.name, " step ", i));
+      const VectorStep& step = c.steps[i];
+      const Decision& d = step.expect;
+      const int64_t capacity = c.limit.Capacity();
+      EXPECT_GE(d.remaining, 0);
+      EXPECT_LE(d.remaining, capacity);
+      EXPECT_GE(d.reset_after.count(), 0);
+      if (step.cost > capacity) {
+        EXPECT_FALSE(d.allowed);
+        EXPECT_EQ(d.retry_after, Decision::kNever);
+      } else if (step.cost == 0 || d.allowed) {
+        EXPECT_TRUE(d.allowed);
+        EXPECT_EQ(d.retry_after.count(), 0);
+      } else {
+        EXPECT_GE(d.retry_after.count(), 1);
+        EXPECT_LE(d.retry_after, d.reset_after);
+      }
+    }
+  }
+}
+
+TEST(Vectors, ReplayThroughCppAlgorithms) {
+  const std::vector<VectorCase> cases = LoadAllVectors();
+  ASSERT_FALSE(cases.empty());
+  for (const VectorCase& c : cases) {
+    const std::vector<Decision> got = ReplayCase(c);
+    ASSERT_EQ(got.size(), c.steps.size());
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      EXPECT_EQ(got[i], c.steps[i].expect)
+          << c.name << " step " << i << " (now_us " << c.steps[i].now_us << ", cost "
+          << c.steps[i].cost << ")";
+    }
+  }
+}
+
+// The loader itself: a malformed file names the file and the field instead of passing silently.
+class VectorLoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() /
+           absl::StrCat("sluice_vectors_", info->name(), "_", ::getpid());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  void Write(std::string_view name, std::string_view text) { std::ofstream(dir_ / name) << text; }
+
+  std::filesystem::path dir_;
+};
+
+constexpr absl::string_view kValidStep =
+    R"({"now_us": 1700000000000000, "cost": 1, "allowed": true, "remaining": 0,
+        "reset_after_us": 1000000, "retry_after_us": 0})";
+
+TEST_F(VectorLoaderTest, LoadsAValidFile) {
+  Write("a.json", absl::StrCat(R"({"algorithm": "gcra", "cases": [{"name": "one",
+      "limit": {"limit": 1, "period_ms": 1000, "burst": 1}, "steps": [)",
+                               kValidStep, "]}]}"));
+  const auto cases = LoadVectorsFromDirectory(dir_);
+  ASSERT_TRUE(cases.ok()) << cases.status();
+  ASSERT_EQ(cases->size(), 1u);
+  const VectorCase& c = (*cases)[0];
+  EXPECT_EQ(c.name, "gcra/one");
+  EXPECT_EQ(c.limit, (Limit{.algorithm = Algorithm::kGcra,
+                            .limit = 1,
+                            .period = std::chrono::seconds(1),
+                            .burst = 1}));
+  ASSERT_EQ(c.steps.size(), 1u);
+  EXPECT_EQ(c.steps[0].now_us, 1'700'000'000'000'000);
+  EXPECT_EQ(c.steps[0].expect, algorithm_testing::Allowed(1, 0, 1'000'000));
+}
+
+TEST_F(VectorLoaderTest, RejectsUnknownKey) {
+  Write("a.json", R"({"algorithm": "gcra", "cases": [{"name": "one",
+      "limit": {"limit": 1, "period_ms": 1000}, "steps": [{"now_us": 1, "cost": 1,
+      "allowed": true, "remainig": 0, "reset_after_us": 0, "retry_after_us": 0}]}]})");
+  const auto cases = LoadVectorsFromDirectory(dir_);
+  EXPECT_EQ(cases.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(MessageOf(cases.status()), HasSubstr("a.json: cases[0].steps[0].remainig"));
+}
+
+TEST_F(VectorLoaderTest, RejectsBurstOnWindowAlgorithm) {
+  Write("a.json", absl::StrCat(R"({"algorithm": "fixed_window", "cases": [{"name": "one",
+      "limit": {"limit": 1, "period_ms": 1000, "burst": 1}, "steps": [)",
+                               kValidStep, "]}]}"));
+  EXPECT_THAT(MessageOf(LoadVectorsFromDirectory(dir_).status()), HasSubstr("limit.burst"));
+}
+
+TEST_F(VectorLoaderTest, RejectsNonIntegerNumber) {
+  Write("a.json", R"({"algorithm": "gcra", "cases": [{"name": "one",
+      "limit": {"limit": 1, "period_ms": 1000}, "steps": [{"now_us": 1.5e15, "cost": 1,
+      "allowed": true, "remaining": 0, "reset_after_us": 0, "retry_after_us": 0}]}]})");
+  EXPECT_THAT(MessageOf(LoadVectorsFromDirectory(dir_).status()), HasSubstr("now_us"));
+}
+
+TEST_F(VectorLoaderTest, RejectsDuplicateCaseNames) {
+  const std::string one = absl::StrCat(
+      R"({"name": "one", "limit": {"limit": 1, "period_ms": 1000}, "steps": [)", kValidStep, "]}");
+  Write("a.json", absl::StrCat(R"({"algorithm": "gcra", "cases": [)", one, ",", one, "]}"));
+  EXPECT_THAT(MessageOf(LoadVectorsFromDirectory(dir_).status()), HasSubstr("duplicate"));
+}
+
+TEST_F(VectorLoaderTest, MissingDirectoryIsNotFound) {
+  EXPECT_EQ(LoadVectorsFromDirectory(dir_ / "absent").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(LoadVectorsFromDirectory(dir_).status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace sluice::algorithm
