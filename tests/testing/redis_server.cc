@@ -28,7 +28,7 @@ std::string ReplyToText(const redisReply* r) {
     case REDIS_REPLY_STATUS:
       return std::string(r->str, r->len);
     case REDIS_REPLY_ERROR:
-      return absl::StrCat("ERR:", std::string_view(r->str, r->len));
+      return absl::StrCat("ERR:", absl::string_view(r->str, r->len));
     case REDIS_REPLY_INTEGER:
       return absl::StrCat(r->integer);
     case REDIS_REPLY_NIL:

@@ -1,0 +1,179 @@
+// End-to-end tests of the sluiced binary: config validation, hot reload, shared limits over one
+// redis-server, and health following Redis. Processes and real time are involved, so every wait is
+// a bounded poll on an observable condition, never a fixed sleep.
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/child_process.h"
+#include "tests/testing/http_client.h"
+#include "tests/testing/redis_server.h"
+
+namespace sluice::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kRequest[] =
+    R"({"domain":"e2e","descriptors":[{"entries":[{"key":"user","value":"alice"}]}]})";
+
+std::string ConfigWithLimit(int requests_per_hour) {
+  return "domain: e2e\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: hour\n"
+         "      requests_per_unit: " +
+         std::to_string(requests_per_hour) + "\n";
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "sluice-e2e-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  void Write(const std::string& name, const std::string& content) const {
+    // Write then rename, as config management tools do, so a reader never sees half a file.
+    const auto tmp = path_ / ("." + name + ".tmp");
+    std::ofstream(tmp) << content;
+    std::filesystem::rename(tmp, path_ / name);
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct Sluiced {
+  std::unique_ptr<ChildProcess> process;
+  int http_port = 0;
+};
+
+Sluiced StartSluiced(const std::filesystem::path& config, const std::string& store,
+                     const std::string& log) {
+  Sluiced s;
+  s.http_port = *FreeLoopbackPort();
+  const int grpc_port = *FreeLoopbackPort();
+  auto p = ChildProcess::Start({SLUICED_PATH, "--config", config.string(), "--store", store,
+                                "--http", "127.0.0.1:" + std::to_string(s.http_port), "--grpc",
+                                "127.0.0.1:" + std::to_string(grpc_port), "--config-poll-ms", "50",
+                                "--drain-ms", "0"},
+                               log);
+  EXPECT_TRUE(p.ok());
+  s.process = *std::move(p);
+  const int port = s.http_port;
+  EXPECT_TRUE(WaitFor(
+      [port] {
+        auto r = HttpGet(port, "/healthcheck");
+        return r.ok() && r->status == 200;
+      },
+      10'000))
+      << "sluiced did not become healthy; log: " << log;
+  return s;
+}
+
+int PostStatus(int port) {
+  absl::StatusOr<HttpResult> r = HttpPost(port, "/json", kRequest);
+  return r.ok() ? r->status : -1;
+}
+
+TEST(SluicedE2e, ValidateAcceptsGoodAndRejectsBadConfigWithLocation) {
+  TempDir dir;
+  dir.Write("good.yaml", ConfigWithLimit(3));
+  auto good = RunToExit({SLUICED_PATH, "--validate", (dir.path() / "good.yaml").string()}, 10'000);
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(good->first, 0) << good->second;
+
+  dir.Write("bad.yaml", "domain: e2e\ndescriptors:\n  - key: user\n    rate_limit:\n"
+                        "      unit: mintue\n      requests_per_unit: 1\n");
+  auto bad = RunToExit({SLUICED_PATH, "--validate", (dir.path() / "bad.yaml").string()}, 10'000);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->first, 1);
+  EXPECT_THAT(bad->second, HasSubstr("bad.yaml:5:"));
+  EXPECT_THAT(bad->second, HasSubstr("unit"));
+}
+
+// Verifies a valid change is picked up, and a broken file keeps the previous config in force.
+TEST(SluicedE2e, HotReloadAppliesValidConfigAndKeepsOldOnError) {
+  TempDir dir;
+  dir.Write("e2e.yaml", ConfigWithLimit(1));
+  Sluiced s = StartSluiced(dir.path(), "memory", (dir.path() / "log").string());
+  EXPECT_EQ(PostStatus(s.http_port), 200);
+  EXPECT_EQ(PostStatus(s.http_port), 429);
+
+  dir.Write("e2e.yaml", ConfigWithLimit(3));  // 1 used of 3 now.
+  EXPECT_TRUE(WaitFor([&] { return PostStatus(s.http_port) == 200; }, 10'000));
+  EXPECT_EQ(PostStatus(s.http_port), 200);
+  EXPECT_EQ(PostStatus(s.http_port), 429);
+
+  dir.Write("e2e.yaml", "domain: e2e\ndescriptors: [\n");  // Broken YAML.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto m = HttpGet(s.http_port, "/metrics");
+        return m.ok() && m->body.find("sluice_config_load_error_total 1") != std::string::npos;
+      },
+      10'000));
+  EXPECT_EQ(PostStatus(s.http_port), 429);  // Still the limit of 3, still counting.
+  auto health = HttpGet(s.http_port, "/healthcheck");
+  ASSERT_TRUE(health.ok());
+  EXPECT_EQ(health->status, 200);
+
+  // SIGHUP reloads on demand too.
+  dir.Write("e2e.yaml", ConfigWithLimit(10));
+  s.process->Signal(SIGHUP);
+  EXPECT_TRUE(WaitFor([&] { return PostStatus(s.http_port) == 200; }, 10'000));
+}
+
+TEST(SluicedE2e, SigtermTurnsHealthUnhealthyAndExitsCleanly) {
+  TempDir dir;
+  dir.Write("e2e.yaml", ConfigWithLimit(1));
+  Sluiced s = StartSluiced(dir.path(), "memory", (dir.path() / "log").string());
+  s.process->Signal(SIGTERM);
+  EXPECT_EQ(s.process->Wait(10'000), 0);
+}
+
+// Verifies two instances sharing one Redis admit exactly the limit between them.
+TEST(SluicedE2e, TwoInstancesShareOneLimitThroughRedis) {
+  auto redis = RedisServer::Start();
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  TempDir dir;
+  dir.Write("e2e.yaml", ConfigWithLimit(10));
+  Sluiced a = StartSluiced(dir.path(), (*redis)->Url(), (dir.path() / "a.log").string());
+  Sluiced b = StartSluiced(dir.path(), (*redis)->Url(), (dir.path() / "b.log").string());
+  int admitted = 0;
+  for (int i = 0; i < 30; ++i) {
+    const int status = PostStatus(i % 2 == 0 ? a.http_port : b.http_port);
+    ASSERT_TRUE(status == 200 || status == 429) << status;
+    admitted += status == 200 ? 1 : 0;
+  }
+  EXPECT_EQ(admitted, 10);
+}
+
+// Verifies /healthcheck follows Redis: unhealthy when it dies, healthy again when it returns.
+TEST(SluicedE2e, HealthFlipsWithRedis) {
+  auto redis = RedisServer::Start();
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  TempDir dir;
+  dir.Write("e2e.yaml", ConfigWithLimit(10));
+  Sluiced s = StartSluiced(dir.path(), (*redis)->Url(), (dir.path() / "log").string());
+  auto healthy = [&] {
+    auto r = HttpGet(s.http_port, "/healthcheck");
+    return r.ok() && r->status == 200;
+  };
+  (*redis)->Kill();
+  EXPECT_TRUE(WaitFor([&] { return !healthy(); }, 10'000));
+  EXPECT_EQ(PostStatus(s.http_port), 503);  // Default failure mode: the error is reported.
+  ASSERT_TRUE((*redis)->Restart().ok());
+  EXPECT_TRUE(WaitFor(healthy, 10'000));
+  EXPECT_EQ(PostStatus(s.http_port), 200);
+}
+
+}  // namespace
+}  // namespace sluice::testing

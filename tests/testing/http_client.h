@@ -1,0 +1,67 @@
+// A blocking HTTP/1.1 client for end-to-end tests (one request per connection).
+//
+// Example:
+//   absl::StatusOr<HttpResult> r = HttpPost(port, "/json", body);
+//
+// Thread safety: thread-safe (no shared state).
+#ifndef SLUICE_TESTS_TESTING_HTTP_CLIENT_H_
+#define SLUICE_TESTS_TESTING_HTTP_CLIENT_H_
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace sluice::testing {
+
+struct HttpResult {
+  int status = 0;
+  std::string body{};
+};
+
+inline absl::StatusOr<HttpResult> HttpRequest(int port, const std::string& method,
+                                              const std::string& target,
+                                              const std::string& body = "") {
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  namespace net = boost::asio;
+  try {
+    net::io_context ioc;
+    beast::tcp_stream stream(ioc);
+    stream.expires_after(std::chrono::seconds(10));
+    stream.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"),
+                                          static_cast<unsigned short>(port)));
+    http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res);
+    beast::error_code ignored;
+    stream.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+    return HttpResult{.status = static_cast<int>(res.result_int()), .body = res.body()};
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(e.what());
+  }
+}
+
+inline absl::StatusOr<HttpResult> HttpPost(int port, const std::string& target,
+                                           const std::string& body) {
+  return HttpRequest(port, "POST", target, body);
+}
+
+inline absl::StatusOr<HttpResult> HttpGet(int port, const std::string& target) {
+  return HttpRequest(port, "GET", target);
+}
+
+}  // namespace sluice::testing
+
+#endif  // SLUICE_TESTS_TESTING_HTTP_CLIENT_H_
