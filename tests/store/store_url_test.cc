@@ -1,0 +1,169 @@
+#include "sluice/store_url.h"
+
+#include <chrono>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(StoreUrl, ParsesMemory) {
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl("memory");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_EQ(url->kind, StoreUrl::Kind::kMemory);
+  EXPECT_EQ(url->Redacted(), "memory");
+}
+
+TEST(StoreUrl, ParsesValidRedisUrls) {
+  struct Case {
+    std::string input;
+    std::string host;
+    int port;
+    bool tls;
+    std::string username;
+    std::string password;
+    int db;
+  };
+  const Case cases[] = {
+      {"redis://localhost", "localhost", 6379, false, "", "", 0},
+      {"redis://127.0.0.1:6380", "127.0.0.1", 6380, false, "", "", 0},
+      {"redis://127.0.0.1:6380/", "127.0.0.1", 6380, false, "", "", 0},
+      {"REDIS://Cache.Internal:1/15", "Cache.Internal", 1, false, "", "", 15},
+      {"redis://:s3cret@host", "host", 6379, false, "", "s3cret", 0},
+      {"redis://limiter:s3cret@host:7000/2", "host", 7000, false, "limiter", "s3cret", 2},
+      {"redis://u%40corp:p%40ss%3Aw%2Frd@h", "h", 6379, false, "u@corp", "p@ss:w/rd", 0},
+      {"redis://[::1]:6381/3", "::1", 6381, false, "", "", 3},
+      {"redis://[2001:db8::7]", "2001:db8::7", 6379, false, "", "", 0},
+      {"rediss://:pw@redis.example.com", "redis.example.com", 6379, true, "", "pw", 0},
+      {"redis://host:65535", "host", 65535, false, "", "", 0},
+      {"redis://host:", "host", 6379, false, "", "", 0},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<StoreUrl> url = ParseStoreUrl(c.input);
+    ASSERT_TRUE(url.ok()) << c.input << ": " << url.status();
+    EXPECT_EQ(url->kind, StoreUrl::Kind::kRedis) << c.input;
+    EXPECT_EQ(url->host, c.host) << c.input;
+    EXPECT_EQ(url->port, c.port) << c.input;
+    EXPECT_EQ(url->tls, c.tls) << c.input;
+    EXPECT_EQ(url->username, c.username) << c.input;
+    EXPECT_EQ(url->password, c.password) << c.input;
+    EXPECT_EQ(url->db, c.db) << c.input;
+  }
+}
+
+TEST(StoreUrl, ParsesQueryParameters) {
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl(
+      "rediss://limiter@h:1/4?password_file=/run/secrets/redis&timeout_ms=15"
+      "&connect_timeout_ms=250&connections=4&tls_verify=false&tls_ca_file=/etc/ca.pem"
+      "&tls_cert_file=/etc/c.pem&tls_key_file=/etc/k.pem&tls_server_name=redis.internal");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_EQ(url->username, "limiter");
+  EXPECT_EQ(url->password, "");
+  EXPECT_EQ(url->password_file, "/run/secrets/redis");
+  EXPECT_EQ(url->command_timeout, std::chrono::milliseconds(15));
+  EXPECT_EQ(url->connect_timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(url->connections, 4);
+  EXPECT_FALSE(url->tls_verify);
+  EXPECT_EQ(url->tls_ca_file, "/etc/ca.pem");
+  EXPECT_EQ(url->tls_cert_file, "/etc/c.pem");
+  EXPECT_EQ(url->tls_key_file, "/etc/k.pem");
+  EXPECT_EQ(url->tls_server_name, "redis.internal");
+  // The canonical form parses back to the same URL.
+  absl::StatusOr<StoreUrl> again = ParseStoreUrl(url->Redacted());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *url);
+}
+
+TEST(StoreUrl, DefaultsWhenParametersAreAbsent) {
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl("redis://h");
+  ASSERT_TRUE(url.ok());
+  EXPECT_FALSE(url->command_timeout.has_value());
+  EXPECT_FALSE(url->connect_timeout.has_value());
+  EXPECT_FALSE(url->connections.has_value());
+  EXPECT_TRUE(url->tls_verify);
+}
+
+TEST(StoreUrl, RejectsInvalidUrls) {
+  struct Case {
+    std::string input;
+    std::string message;  // A substring of the error.
+  };
+  const Case cases[] = {
+      {"", "expected \"memory\""},
+      {"mem", "expected \"memory\""},
+      {"http://host", "expected \"memory\""},
+      {"redis:/host", "expected \"memory\""},
+      {"redis://", "missing host"},
+      {"redis://:6379", "missing host"},
+      {"redis://host:0", "port must be an integer in [1, 65535]"},
+      {"redis://host:65536", "port must be an integer in [1, 65535]"},
+      {"redis://host:abc", "malformed port"},
+      {"redis://host/x", "database (the path) must be an integer"},
+      {"redis://host/-1", "database (the path) must be an integer"},
+      {"redis://host/1/2", "database (the path) must be an integer"},
+      {"redis://host#frag", "fragment"},
+      {"redis://host?timeout_ms=0", "timeout_ms must be an integer in [1, 3600000]"},
+      {"redis://host?timeout_ms=fast", "timeout_ms must be an integer"},
+      {"redis://host?connect_timeout_ms=-5", "connect_timeout_ms must be"},
+      {"redis://host?connections=0", "connections must be an integer in [1, 64]"},
+      {"redis://host?connections=65", "connections must be an integer in [1, 64]"},
+      {"redis://host?timeout=5", "unknown parameter \"timeout\""},
+      {"redis://host?tls_verify=false", "tls_* parameters need rediss://"},
+      {"rediss://host?tls_verify=maybe", "tls_verify must be true or false"},
+      {"rediss://host?tls_cert_file=/c.pem", "tls_cert_file and tls_key_file go together"},
+      {"redis://user@host", "a user name needs a password"},
+      {"redis://@host", "empty user information"},
+      {"redis://host?password_file=", "password_file is empty"},
+      {"redis://:pw@host?password_file=/f", "either in the URL or in password_file"},
+      {"redis://[::1", "invalid store URL"},
+      {"redis://host:6379:1", "malformed port"},
+      {"redis://user:pw@@host", "missing host"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<StoreUrl> url = ParseStoreUrl(c.input);
+    ASSERT_FALSE(url.ok()) << c.input << " parsed";
+    EXPECT_EQ(url.status().code(), absl::StatusCode::kInvalidArgument) << c.input;
+    EXPECT_THAT(url.status().message(), HasSubstr(c.message)) << c.input;
+  }
+}
+
+// Verifies that no error or log form ever contains the password, including when the URL is
+// malformed around it.
+TEST(StoreUrl, NeverRevealsThePassword) {
+  const std::string secret = "Sup3rS3cretPw";
+  const std::string inputs[] = {
+      "redis://:" + secret + "@host:0",
+      "redis://user:" + secret + "@host/notadb",
+      "redis://user:" + secret + "@@host",
+      "redis://user:" + secret + "@host?bogus=1",
+      "redis://:" + secret + "@host?password_file=/f",
+      "redis://user:" + secret + "@[::1",
+      "redis://user:" + secret + "@host#frag",
+      "http://user:" + secret + "@host",
+  };
+  for (const std::string& input : inputs) {
+    absl::StatusOr<StoreUrl> url = ParseStoreUrl(input);
+    ASSERT_FALSE(url.ok()) << "parsed";
+    EXPECT_THAT(std::string(url.status().message()), Not(HasSubstr(secret)));
+  }
+  absl::StatusOr<StoreUrl> good = ParseStoreUrl("rediss://limiter:" + secret + "@[::1]:6380/2");
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(good->Redacted(), "rediss://limiter:***@[::1]:6380/2");
+  EXPECT_THAT(good->Redacted(), Not(HasSubstr(secret)));
+  EXPECT_EQ(good->HostPort(), "[::1]:6380");
+}
+
+TEST(StoreUrl, RedactedFormIsCanonical) {
+  EXPECT_EQ(ParseStoreUrl("redis://h")->Redacted(), "redis://h:6379");
+  EXPECT_EQ(ParseStoreUrl("redis://:p@h/0")->Redacted(), "redis://:***@h:6379");
+  EXPECT_EQ(ParseStoreUrl("redis://u@h?password_file=/f&timeout_ms=9")->Redacted(),
+            "redis://u@h:6379?password_file=/f&timeout_ms=9");
+}
+
+}  // namespace
+}  // namespace sluice
