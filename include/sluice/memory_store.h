@@ -8,8 +8,10 @@
 // resets nor locks out a limit.
 //
 // Example:
-//   std::unique_ptr<MemoryStore> store = MemoryStore::Create({.max_entries = 1'000'000});
-//   Limiter limiter(*store);
+//   absl::StatusOr<std::unique_ptr<MemoryStore>> store =
+//       MemoryStore::Create({.max_entries = 1'000'000});
+//   if (!store.ok()) return store.status();
+//   Limiter limiter(**store);
 //
 // Thread safety: thread-safe. Async methods run their callback inline, on the caller's stack,
 // before returning.
@@ -32,21 +34,26 @@ enum class OverflowPolicy : uint8_t {
   // volatile-ttl approximation). Limits of evicted keys restart from empty. The default: memory
   // stays bounded and no request is refused for lack of room.
   kEvictSoonestExpiring = 0,
-  // Deny requests on new keys (Decision with allowed = false and retry_after = sweep_interval)
-  // until room frees up. Keys already present keep working.
+  // Deny requests on new keys (Decision with allowed = false, remaining = 0 and reset_after =
+  // retry_after = sweep_interval) until room frees up. Keys already present keep working, and
+  // peeks need no room.
   kDenyNewKeys = 1,
 };
 
 struct MemoryStoreOptions {
   // The time source. Not owned; must outlive the store. Default (nullptr): Clock::Real().
   Clock* clock = nullptr;
-  // Upper bound on live entries across all shards. Default: 10 million.
+  // Upper bound on live entries across all shards. Each shard holds at most its share (the shares
+  // add up to max_entries), so a full shard evicts or denies although others may still have a
+  // little room. Default: 10 million.
   size_t max_entries = 10'000'000;
   // See OverflowPolicy. Default: kEvictSoonestExpiring.
   OverflowPolicy overflow_policy = OverflowPolicy::kEvictSoonestExpiring;
   // How often each shard is swept of expired entries (by the checks that use it). Default: 1 s.
   std::chrono::microseconds sweep_interval = std::chrono::seconds(1);
-  // Number of independently locked shards, rounded up to a power of two. Default: 64.
+  // Number of independently locked shards, rounded up to a power of two, at most 65536. Lowered,
+  // if needed, so that each shard's share of max_entries is at least 1024 entries (a store of
+  // fewer than 2048 entries has one shard, and its bound is exact). Default: 64.
   size_t shards = 64;
 };
 
@@ -62,8 +69,8 @@ class MemoryStore : public Store {
  public:
   // MemoryStore::Create()
   //
-  // Returns a new store, or InvalidArgument when an option is out of range (max_entries or shards
-  // of 0, a non-positive sweep_interval).
+  // Returns a new store, or InvalidArgument when an option is out of range (max_entries of 0,
+  // shards of 0 or above 65536, a non-positive sweep_interval).
   static absl::StatusOr<std::unique_ptr<MemoryStore>> Create(const MemoryStoreOptions& options);
 
   // MemoryStore::Stats()
