@@ -1,0 +1,345 @@
+#include "src/store/redis/redis_client.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <hiredis/hiredis.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
+
+#include "src/store/redis/redis_connection.h"
+#include "src/store/redis/redis_error.h"
+#include "src/util/strings.h"
+
+namespace sluice {
+
+// ---------------------------------------------------------------------------------------------
+// RedisCommand
+
+void RedisCommand::FreeDeleter::operator()(char* p) const { redisFreeCommand(p); }
+
+RedisCommand RedisCommand::Format(std::span<const std::string_view> argv) {
+  if (argv.empty()) return {};
+  absl::InlinedVector<const char*, 16> ptrs;
+  absl::InlinedVector<size_t, 16> lens;
+  for (std::string_view arg : argv) {
+    ptrs.push_back(arg.empty() ? "" : arg.data());
+    lens.push_back(arg.size());
+  }
+  char* out = nullptr;
+  const int len =
+      redisFormatCommandArgv(&out, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+  RedisCommand command;
+  if (len <= 0) return command;  // Out of memory: an empty command, refused by Send().
+  command.data_.reset(out);
+  command.size_ = static_cast<size_t>(len);
+  return command;
+}
+
+RedisCommand RedisCommand::Format(std::initializer_list<std::string_view> argv) {
+  return Format(std::span<const std::string_view>(argv.begin(), argv.size()));
+}
+
+RedisCommand RedisCommand::Format(const std::vector<std::string>& argv) {
+  absl::InlinedVector<std::string_view, 16> views(argv.begin(), argv.end());
+  return Format(std::span<const std::string_view>(views.data(), views.size()));
+}
+
+std::string_view RedisCommand::name() const { return CommandName(resp()); }
+
+// ---------------------------------------------------------------------------------------------
+// RedisClient::Impl: the connections, their io_contexts and threads, and the connection state
+// that WaitForConnection() watches.
+
+namespace {
+
+using WorkGuard = boost::asio::executor_work_guard<boost::asio::io_context::executor_type>;
+
+absl::Status ValidateOptions(const RedisClientOptions& o) {
+  auto invalid = [](std::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("redis client options: ", internal::AbslView(what)));
+  };
+  if (o.url.kind != StoreUrl::Kind::kRedis) return invalid("url is not a redis:// URL");
+  if (o.url.host.empty()) return invalid("url has no host");
+  if (o.command_timeout.count() <= 0) return invalid("command_timeout must be positive");
+  if (o.connect_timeout.count() <= 0) return invalid("connect_timeout must be positive");
+  if (o.stall_timeout.count() <= 0) return invalid("stall_timeout must be positive");
+  if (o.backoff_min.count() <= 0 || o.backoff_max < o.backoff_min) {
+    return invalid("backoff needs 0 < backoff_min <= backoff_max");
+  }
+  if (o.connections < 1 || o.connections > StoreUrl::kMaxConnections) {
+    return invalid(absl::StrCat("connections must be in [1, ", StoreUrl::kMaxConnections, "]"));
+  }
+  if (o.io_threads < 1 || o.io_threads > o.connections) {
+    return invalid("io_threads must be in [1, connections]");
+  }
+  if (o.max_queued_commands < 1) return invalid("max_queued_commands must be positive");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> MakeTlsContext(const StoreUrl& url) {
+  namespace ssl = boost::asio::ssl;
+  auto fail = [](std::string_view what, const boost::system::error_code& ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("redis TLS: ", internal::AbslView(what), " (", ec.message(), ")"));
+  };
+  std::unique_ptr<ssl::context> ctx;
+  try {
+    ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+  } catch (const boost::system::system_error& e) {
+    return fail("cannot create a TLS context", e.code());
+  }
+  SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+  boost::system::error_code ec;
+  if (url.tls_verify) {
+    ctx->set_verify_mode(ssl::verify_peer, ec);
+    if (!url.tls_ca_file.empty()) {
+      if (ctx->load_verify_file(url.tls_ca_file, ec); ec) {
+        return fail(absl::StrCat("cannot load tls_ca_file ", url.tls_ca_file), ec);
+      }
+    } else if (ctx->set_default_verify_paths(ec); ec) {
+      return fail("cannot load the system CA certificates", ec);
+    }
+  } else {
+    ctx->set_verify_mode(ssl::verify_none, ec);
+  }
+  if (!url.tls_cert_file.empty()) {
+    if (ctx->use_certificate_chain_file(url.tls_cert_file, ec); ec) {
+      return fail(absl::StrCat("cannot load tls_cert_file ", url.tls_cert_file), ec);
+    }
+    if (ctx->use_private_key_file(url.tls_key_file, ssl::context::pem, ec); ec) {
+      return fail(absl::StrCat("cannot load tls_key_file ", url.tls_key_file), ec);
+    }
+  }
+  return ctx;
+}
+
+// The client whose I/O thread this is, if any.
+thread_local const void* current_io_client = nullptr;
+
+}  // namespace
+
+class RedisClient::Impl final : public internal::ConnectionObserver,
+                                public std::enable_shared_from_this<Impl> {
+ public:
+  explicit Impl(internal::ConnectionConfig config, std::string endpoint)
+      : config_(std::move(config)), endpoint_(std::move(endpoint)) {}
+
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() override = default;
+
+  void Start(const RedisClientOptions& options,
+             std::unique_ptr<boost::asio::ssl::context> tls_context) {
+    tls_context_ = std::move(tls_context);
+    config_.tls_context = tls_context_.get();
+    for (int i = 0; i < options.io_threads; ++i) {
+      contexts_.push_back(std::make_unique<boost::asio::io_context>(1));
+      guards_.emplace_back(contexts_.back()->get_executor());
+    }
+    for (int i = 0; i < options.connections; ++i) {
+      connections_.push_back(std::make_unique<internal::RedisConnection>(
+          *contexts_[static_cast<size_t>(i % options.io_threads)], config_, *this));
+    }
+    for (size_t i = 0; i < contexts_.size(); ++i) {
+      threads_.emplace_back([self = shared_from_this(), i] {
+        current_io_client = self.get();
+        pthread_setname_np(pthread_self(), "sluice-redis");
+        self->contexts_[i]->run();
+        current_io_client = nullptr;
+        // If the client was destroyed on this thread, `self` may be the last owner.
+      });
+    }
+    for (auto& connection : connections_) connection->Start();
+  }
+
+  // Asks every connection to close; the threads end when their work is done.
+  void BeginShutdown() {
+    for (auto& connection : connections_) connection->Shutdown();
+    for (WorkGuard& guard : guards_) guard.reset();
+  }
+
+  bool OnIoThread() const { return current_io_client == this; }
+
+  internal::RedisConnection& PickConnection() {
+    if (connections_.size() == 1) return *connections_[0];
+    const size_t start = next_.fetch_add(1, std::memory_order_relaxed) % connections_.size();
+    for (size_t i = 0; i < connections_.size(); ++i) {
+      internal::RedisConnection& c = *connections_[(start + i) % connections_.size()];
+      if (c.ready()) return c;
+    }
+    return *connections_[start];
+  }
+
+  void OnConnectionReady() override {
+    {
+      internal::RedisLock lock(&mu_);
+      ++ready_;
+      last_error_fatal_ = false;
+    }
+    changed_.notify_all();
+  }
+
+  void OnConnectionDown(const absl::Status& error, bool was_ready) override {
+    {
+      internal::RedisLock lock(&mu_);
+      if (was_ready) --ready_;
+      last_error_ = error;
+      // Refusals that retrying will not fix until someone changes the configuration.
+      last_error_fatal_ =
+          !was_ready && (absl::IsPermissionDenied(error) || absl::IsInvalidArgument(error));
+    }
+    changed_.notify_all();
+  }
+
+  absl::Status WaitForConnection(std::chrono::milliseconds timeout) {
+    internal::RedisLock lock(&mu_);
+    changed_.wait_for(mu_, timeout, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return ready_ > 0 || last_error_fatal_;
+    });
+    if (ready_ > 0) return absl::OkStatus();
+    if (last_error_fatal_) return last_error_;
+    return absl::DeadlineExceededError(
+        absl::StrCat("redis ", config_.endpoint, ": no connection within ", timeout.count(), "ms",
+                     last_error_.ok() ? "" : "; last error: ", last_error_.message()));
+  }
+
+  RedisClientStats Stats() const {
+    RedisClientStats stats;
+    for (const auto& connection : connections_) connection->AddStats(stats);
+    return stats;
+  }
+
+  std::vector<std::thread>& threads() { return threads_; }
+  const std::string& endpoint() const { return endpoint_; }
+  std::chrono::milliseconds command_timeout() const { return config_.command_timeout; }
+
+ private:
+  // Destruction runs bottom-up: threads are joined or detached first, connections go before the
+  // io_contexts their sockets belong to, and the TLS context last.
+  internal::ConnectionConfig config_;
+  const std::string endpoint_;
+  std::unique_ptr<boost::asio::ssl::context> tls_context_;
+  std::vector<std::unique_ptr<boost::asio::io_context>> contexts_;
+  std::vector<WorkGuard> guards_;
+  std::vector<std::unique_ptr<internal::RedisConnection>> connections_;
+  std::vector<std::thread> threads_;
+  std::atomic<size_t> next_{0};
+
+  internal::RedisMutex mu_;
+  std::condition_variable_any changed_;
+  int ready_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status last_error_ ABSL_GUARDED_BY(mu_);
+  bool last_error_fatal_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// RedisClient
+
+absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Create(
+    const RedisClientOptions& options) {
+  RedisClientOptions o = options;
+  if (o.url.command_timeout) o.command_timeout = *o.url.command_timeout;
+  if (o.url.connect_timeout) o.connect_timeout = *o.url.connect_timeout;
+  if (o.url.connections) o.connections = *o.url.connections;
+  o.io_threads = std::min(o.io_threads, o.connections);
+  if (absl::Status valid = ValidateOptions(o); !valid.ok()) return valid;
+  if (!o.url.password_file.empty()) {
+    // Checked now so that a typo fails at start-up; re-read on every connect for rotation.
+    if (absl::StatusOr<std::string> pw = internal::ReadPasswordFile(o.url.password_file);
+        !pw.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("redis client options: ", pw.status().message()));
+    }
+  }
+  std::unique_ptr<boost::asio::ssl::context> tls_context;
+  if (o.url.tls) {
+    absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> made = MakeTlsContext(o.url);
+    if (!made.ok()) return made.status();
+    tls_context = *std::move(made);
+  }
+  internal::ConnectionConfig config{
+      .url = o.url,
+      .endpoint = o.url.HostPort(),
+      .command_timeout = o.command_timeout,
+      .connect_timeout = o.connect_timeout,
+      .backoff_min = o.backoff_min,
+      .backoff_max = o.backoff_max,
+      .stall_timeout = o.stall_timeout,
+      .max_queued_commands = o.max_queued_commands,
+      .client_name = o.client_name,
+  };
+  auto impl = std::make_shared<Impl>(std::move(config), o.url.Redacted());
+  impl->Start(o, std::move(tls_context));
+  return std::unique_ptr<RedisClient>(new RedisClient(std::move(impl)));
+}
+
+RedisClient::RedisClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+RedisClient::~RedisClient() {
+  impl_->BeginShutdown();
+  if (impl_->OnIoThread()) {
+    // Destroyed from one of our callbacks: this thread cannot join itself. The threads finish
+    // their shutdown work and the last one frees the Impl.
+    for (std::thread& t : impl_->threads()) t.detach();
+  } else {
+    for (std::thread& t : impl_->threads()) t.join();
+  }
+}
+
+void RedisClient::Send(RedisCommand command, ReplyCallback done) {
+  Send(std::move(command), impl_->command_timeout(), std::move(done));
+}
+
+void RedisClient::Send(RedisCommand command, std::chrono::milliseconds timeout,
+                       ReplyCallback done) {
+  if (command.empty()) {
+    std::move(done)(absl::InvalidArgumentError("redis: empty command"));
+    return;
+  }
+  if (timeout.count() <= 0) {
+    std::move(done)(absl::InvalidArgumentError(
+        absl::StrCat("redis ", internal::AbslView(command.name()), ": timeout must be positive")));
+    return;
+  }
+  impl_->PickConnection().Submit(std::move(command), timeout, std::move(done));
+}
+
+absl::StatusOr<RedisReply> RedisClient::SendSync(RedisCommand command,
+                                                 std::optional<std::chrono::milliseconds> timeout) {
+  if (impl_->OnIoThread()) {
+    return absl::FailedPreconditionError("redis: SendSync() called on the client's I/O thread");
+  }
+  std::promise<absl::StatusOr<RedisReply>> promise;
+  std::future<absl::StatusOr<RedisReply>> future = promise.get_future();
+  Send(std::move(command), timeout.value_or(impl_->command_timeout()),
+       [promise = std::move(promise)](absl::StatusOr<RedisReply> reply) mutable {
+         promise.set_value(std::move(reply));
+       });
+  return future.get();
+}
+
+absl::Status RedisClient::WaitForConnection(std::chrono::milliseconds timeout) {
+  if (impl_->OnIoThread()) {
+    return absl::FailedPreconditionError(
+        "redis: WaitForConnection() called on the client's I/O thread");
+  }
+  return impl_->WaitForConnection(timeout);
+}
+
+RedisClientStats RedisClient::Stats() const { return impl_->Stats(); }
+
+const std::string& RedisClient::Endpoint() const { return impl_->endpoint(); }
+
+}  // namespace sluice

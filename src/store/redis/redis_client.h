@@ -1,0 +1,214 @@
+// RedisClient: an asynchronous, auto-pipelining Redis client (RESP2) on Boost.Asio and hiredis.
+//
+// One connection (or a small fixed pool) carries every concurrent command. Commands submitted
+// while a write is in flight are gathered into the next write, one buffer per write
+// (auto-pipelining), and replies are matched to commands in FIFO order. Nothing blocks a thread
+// per request: callers hand over a callback, and one I/O thread does all socket work.
+//
+// Every command has a deadline (`command_timeout`, or a per-call timeout). When it passes, the
+// callback gets DeadlineExceeded and the command is never resent; if it was already written, its
+// late reply is read and discarded in order. A connection lost with commands in flight fails them
+// with Unavailable ("outcome unknown"); they are not resent either. The client then reconnects on
+// its own, with exponential backoff and full jitter; each connect runs AUTH (password, or ACL user
+// and password, from the URL or a file) and SELECT before any command. While a connection attempt
+// is running, commands wait in a bounded queue (each still bounded by its deadline); while the
+// client waits out a backoff delay, commands fail fast with Unavailable.
+//
+// Example:
+//   absl::StatusOr<StoreUrl> url = ParseStoreUrl("redis://127.0.0.1:6379/0");
+//   auto client = RedisClient::Create({.url = *url, .command_timeout = 20ms});
+//   if (!client.ok()) return client.status();
+//   (*client)->Send({"INCR", "hits"}, [](absl::StatusOr<RedisReply> reply) {
+//     // Runs on the client's I/O thread.
+//   });
+//   absl::StatusOr<RedisReply> pong = (*client)->SendSync({"PING"});
+//
+// Thread safety: thread-safe. Callbacks run on the client's I/O thread (never inline inside
+// Send(), except when the command is rejected up front; see Send()). They must not block, must not
+// throw, and may call Send() again. The client may be destroyed from inside a callback.
+#ifndef SLUICE_STORE_REDIS_REDIS_CLIENT_H_
+#define SLUICE_STORE_REDIS_REDIS_CLIENT_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include "sluice/store_url.h"
+
+#include "src/store/redis/redis_reply.h"
+
+namespace sluice {
+
+// RedisCommand: one command, RESP-formatted by hiredis when it is made (on the caller's thread,
+// off the I/O thread). Move-only; a default-constructed or failed command is empty.
+class RedisCommand {
+ public:
+  RedisCommand() = default;
+
+  // RedisCommand::Format()
+  //
+  // Returns `argv` as a RESP array of bulk strings. Arguments are binary-safe and copied, so the
+  // views need not outlive the call. Returns an empty command for an empty `argv`.
+  static RedisCommand Format(std::span<const std::string_view> argv);
+  static RedisCommand Format(std::initializer_list<std::string_view> argv);
+  static RedisCommand Format(const std::vector<std::string>& argv);
+
+  bool empty() const { return size_ == 0; }
+  // The RESP bytes.
+  std::string_view resp() const { return {data_.get(), size_}; }
+  // The command name (argv[0]), for errors and logs.
+  std::string_view name() const;
+
+ private:
+  struct FreeDeleter {
+    void operator()(char* p) const;
+  };
+  std::unique_ptr<char, FreeDeleter> data_;
+  size_t size_ = 0;
+};
+
+struct RedisClientOptions {
+  // Where to connect and how to authenticate (host, port, TLS, user, password or password_file,
+  // db). REQUIRES: url.kind == kRedis. Its timeout_ms, connect_timeout_ms and connections, when
+  // present, override the fields below: the URL is the operator's word.
+  StoreUrl url = {};
+  // Deadline of each command, from Send() to its reply. Default: 50 ms, a few hundred times a
+  // loopback round trip, long enough to ride out scheduler hiccups (CPU quota throttling) without
+  // false timeouts, short enough that a hung Redis costs one bounded wait before the failure
+  // policy answers. Deployments behind Envoy's 20 ms rate-limit timeout should set about 15 ms.
+  std::chrono::milliseconds command_timeout{50};
+  // Deadline of one connection attempt: resolve, TCP connect, TLS handshake, AUTH and SELECT.
+  // Default: 1 s, ample for TLS on a busy host, short enough that a frozen server (whose kernel
+  // still completes TCP handshakes) is abandoned quickly.
+  std::chrono::milliseconds connect_timeout{1000};
+  // Reconnect backoff: attempt n (from 1) waits uniformly in [0, min(backoff_max, backoff_min *
+  // 2^(n-1))] ("full jitter"), so instances restarting together spread out. The first attempt
+  // after an established connection drops is immediate. Defaults: 50 ms and 1 s, so a restarted
+  // Redis is used again within about a second.
+  std::chrono::milliseconds backoff_min{50};
+  std::chrono::milliseconds backoff_max{1000};
+  // A connection with commands awaiting replies that has read nothing for this long is presumed
+  // dead (a frozen server, a black-holed network) and is closed and reconnected. Default: 2 s,
+  // far above any command deadline so a brief server stall does not churn connections. Keep it
+  // above the longest per-call timeout: a command still running when its connection is abandoned
+  // fails with Unavailable.
+  std::chrono::milliseconds stall_timeout{2000};
+  // Connections multiplexing all commands; each has its own pipeline. Default: 1, which already
+  // reaches Redis's single-threaded ceiling. REQUIRES: 1 <= connections <= 64.
+  int connections = 1;
+  // Threads running the connections (each connection stays on one thread); capped at
+  // `connections`. Default: 1. REQUIRES: io_threads >= 1.
+  int io_threads = 1;
+  // Commands per connection waiting to be written (while connecting, or while a write is stuck)
+  // before Send() fails fast with Unavailable. Default: 65536.
+  size_t max_queued_commands = 65536;
+  // CLIENT SETNAME on connect, for CLIENT LIST; empty sends nothing (an ACL user restricted to the
+  // limiter's commands may not be allowed CLIENT). Default: empty.
+  std::string client_name = {};
+};
+
+// Counters of a client, summed over its connections. Read without stopping the client, so values
+// may be slightly outdated relative to each other.
+struct RedisClientStats {
+  uint64_t commands_sent = 0;     // Commands written to a socket (handshake commands included).
+  uint64_t writes = 0;            // Socket writes; commands_sent / writes is the coalescing.
+  uint64_t replies = 0;           // Replies read, including late ones.
+  uint64_t timeouts = 0;          // Commands failed with DeadlineExceeded.
+  uint64_t late_replies = 0;      // Replies discarded because their command had timed out.
+  uint64_t rejected = 0;          // Commands failed fast without being sent.
+  uint64_t lost = 0;              // Commands failed because their connection was lost.
+  uint64_t connects = 0;          // Successful connects (first and re-connects).
+  uint64_t connect_failures = 0;  // Failed connection attempts.
+  uint64_t disconnects = 0;       // Established connections lost.
+  int connections = 0;            // Configured connections.
+  int connections_ready = 0;      // Connections currently ready for commands.
+  size_t in_flight = 0;           // Commands written and awaiting replies (or discarding).
+  size_t queued = 0;              // Commands waiting to be written.
+};
+
+class RedisClient {
+ public:
+  // Completion of one command: the reply (an error reply is a RedisReply, not a failed status) or
+  // a transport failure (see redis_error.h). Called exactly once.
+  using ReplyCallback = absl::AnyInvocable<void(absl::StatusOr<RedisReply>) &&>;
+
+  // RedisClient::Create()
+  //
+  // Validates `options`, loads TLS material, starts the I/O thread and the first connection
+  // attempts, and returns without waiting for them (see WaitForConnection()). Returns
+  // InvalidArgument for bad options, an unreadable password_file or unusable TLS files.
+  static absl::StatusOr<std::unique_ptr<RedisClient>> Create(const RedisClientOptions& options);
+
+  RedisClient(const RedisClient&) = delete;
+  RedisClient& operator=(const RedisClient&) = delete;
+  // Fails every pending command with Unavailable, closes the connections and stops the I/O
+  // thread. May run on the I/O thread (from a callback): the thread then finishes on its own.
+  ~RedisClient();
+
+  // RedisClient::Send()
+  //
+  // Sends `command` and calls `done` with its reply, or with DeadlineExceeded after `timeout`
+  // (default: command_timeout), or with Unavailable if its connection is lost. `done` runs on the
+  // I/O thread, except when the command is rejected before being queued (not connected and
+  // waiting out a backoff, queue full, client shutting down, empty command): then it runs inline,
+  // before Send() returns, with Unavailable (InvalidArgument for an empty command or a timeout
+  // that is not positive). A callback that resends on failure must not recurse without bound.
+  // With one connection, commands from one thread reach Redis in the order they were sent.
+  void Send(RedisCommand command, ReplyCallback done);
+  void Send(RedisCommand command, std::chrono::milliseconds timeout, ReplyCallback done);
+  void Send(std::initializer_list<std::string_view> argv, ReplyCallback done) {
+    Send(RedisCommand::Format(argv), std::move(done));
+  }
+  void Send(const std::vector<std::string>& argv, ReplyCallback done) {
+    Send(RedisCommand::Format(argv), std::move(done));
+  }
+
+  // RedisClient::SendSync()
+  //
+  // Send() and wait for the outcome. Returns FailedPrecondition when called on the I/O thread
+  // (it would wait for itself).
+  absl::StatusOr<RedisReply> SendSync(RedisCommand command,
+                                      std::optional<std::chrono::milliseconds> timeout = {});
+  absl::StatusOr<RedisReply> SendSync(std::initializer_list<std::string_view> argv) {
+    return SendSync(RedisCommand::Format(argv));
+  }
+
+  // RedisClient::WaitForConnection()
+  //
+  // Blocks until a connection is ready and returns OK; returns the error at once when a
+  // connection attempt is refused for good reason (PermissionDenied for credentials,
+  // InvalidArgument for SELECT); after `timeout`, returns DeadlineExceeded with the last
+  // connection error. Returns FailedPrecondition on the I/O thread.
+  absl::Status WaitForConnection(std::chrono::milliseconds timeout);
+
+  // RedisClient::Stats()
+  RedisClientStats Stats() const;
+
+  // RedisClient::Endpoint()
+  //
+  // Returns the redacted URL of the server, for logs.
+  const std::string& Endpoint() const;
+
+ private:
+  class Impl;
+  explicit RedisClient(std::shared_ptr<Impl> impl);
+
+  // Shared with the I/O threads, so that a client destroyed on its own I/O thread stays alive
+  // until that thread has unwound.
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_STORE_REDIS_REDIS_CLIENT_H_

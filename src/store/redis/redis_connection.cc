@@ -1,0 +1,336 @@
+// RedisConnection: connecting, handshake, loss and reconnection. Command I/O is in
+// redis_connection_io.cc.
+#include "src/store/redis/redis_connection.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <openssl/ssl.h>
+
+#include "sluice/clock.h"
+
+#include "src/store/redis/redis_error.h"
+#include "src/util/strings.h"
+
+namespace sluice::internal {
+namespace {
+
+bool IsIpAddress(const std::string& host) {
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadPasswordFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream content;
+  if (in) content << in.rdbuf();
+  if (!in || in.bad()) {
+    return absl::UnavailableError(absl::StrCat("cannot read password_file ", path));
+  }
+  std::string password = std::move(content).str();
+  if (absl::EndsWith(password, "\n")) password.pop_back();
+  if (absl::EndsWith(password, "\r")) password.pop_back();
+  if (password.empty())
+    return absl::UnavailableError(absl::StrCat("password_file ", path, " is empty"));
+  return password;
+}
+
+RedisConnection::RedisConnection(boost::asio::io_context& io, const ConnectionConfig& config,
+                                 ConnectionObserver& observer)
+    : io_(io),
+      config_(config),
+      observer_(observer),
+      resolver_(io),
+      connect_timer_(io),
+      backoff_timer_(io),
+      deadline_timer_(io) {}
+
+RedisConnection::~RedisConnection() = default;
+
+void RedisConnection::Start() {
+  boost::asio::post(io_, [this] { StartConnect(); });
+}
+
+void RedisConnection::Shutdown() {
+  boost::asio::post(io_, [this] { DoShutdown(); });
+}
+
+RedisConnection::State RedisConnection::SetState(State state) {
+  RedisLock lock(&mu_);
+  const State old = state_;
+  state_ = state;
+  ready_.store(state == State::kReady, std::memory_order_relaxed);
+  return old;
+}
+
+void RedisConnection::StartConnect() {
+  if (closing_) return;
+  const uint64_t epoch = ++epoch_;
+  established_ = false;
+  SetState(State::kConnecting);
+  connect_timer_.expires_after(config_.connect_timeout);
+  connect_timer_.async_wait([this, epoch](const boost::system::error_code& ec) {
+    if (ec || epoch != epoch_) return;
+    FailConnection(absl::UnavailableError(absl::StrCat("redis ", config_.endpoint,
+                                                       ": connect timed out after ",
+                                                       config_.connect_timeout.count(), "ms")));
+  });
+  boost::system::error_code ec;
+  const boost::asio::ip::address address = boost::asio::ip::make_address(config_.url.host, ec);
+  if (!ec) {
+    ConnectTo(epoch, {Tcp::endpoint(address, static_cast<uint16_t>(config_.url.port))});
+    return;
+  }
+  // Resolved on every attempt, so a failover that moves a DNS name is followed.
+  resolver_.async_resolve(
+      config_.url.host, std::to_string(config_.url.port),
+      [this, epoch](const boost::system::error_code& ec, const Tcp::resolver::results_type& found) {
+        if (epoch != epoch_) return;
+        if (ec) {
+          FailConnection(TransportError(config_.endpoint, "resolve", ec));
+          return;
+        }
+        std::vector<Tcp::endpoint> endpoints;
+        for (const auto& entry : found) endpoints.push_back(entry.endpoint());
+        ConnectTo(epoch, endpoints);
+      });
+}
+
+void RedisConnection::ConnectTo(uint64_t epoch, const std::vector<Tcp::endpoint>& endpoints) {
+  transport_ = std::make_shared<Transport>(io_);
+  boost::asio::async_connect(
+      transport_->socket, endpoints,
+      [this, epoch, t = transport_](const boost::system::error_code& ec, const Tcp::endpoint&) {
+        OnConnected(epoch, ec);
+      });
+}
+
+void RedisConnection::OnConnected(uint64_t epoch, const boost::system::error_code& ec) {
+  if (epoch != epoch_) return;
+  if (ec) {
+    FailConnection(TransportError(config_.endpoint, "connect", ec));
+    return;
+  }
+  boost::system::error_code ignored;
+  // Pipelined commands must leave at once, not wait for Nagle's algorithm.
+  transport_->socket.set_option(Tcp::no_delay(true), ignored);
+  transport_->socket.set_option(boost::asio::socket_base::keep_alive(true), ignored);
+  reader_ = std::make_unique<RedisReplyReader>();
+  if (config_.tls_context == nullptr) {
+    StartHandshake(epoch);
+    return;
+  }
+  const std::string& name =
+      config_.url.tls_server_name.empty() ? config_.url.host : config_.url.tls_server_name;
+  try {
+    transport_->tls = std::make_unique<TlsStream>(transport_->socket, *config_.tls_context);
+  } catch (const boost::system::system_error& e) {
+    FailConnection(TransportError(config_.endpoint, "TLS setup", e.code()));
+    return;
+  }
+  // SNI carries names only; an IP address is verified against the certificate's IP SANs.
+  if (!IsIpAddress(name)) SSL_set_tlsext_host_name(transport_->tls->native_handle(), name.c_str());
+  if (config_.url.tls_verify) {
+    boost::system::error_code verify_ec;
+    transport_->tls->set_verify_callback(boost::asio::ssl::host_name_verification(name), verify_ec);
+    if (verify_ec) {
+      FailConnection(TransportError(config_.endpoint, "TLS setup", verify_ec));
+      return;
+    }
+  }
+  transport_->tls->async_handshake(
+      boost::asio::ssl::stream_base::client,
+      [this, epoch, t = transport_](const boost::system::error_code& ec) {
+        if (epoch != epoch_) return;
+        if (ec) {
+          FailConnection(TransportError(config_.endpoint, "TLS handshake", ec));
+          return;
+        }
+        StartHandshake(epoch);
+      });
+}
+
+// Pipelines AUTH, SELECT and CLIENT SETNAME (or a PING when there is nothing to set up, to prove
+// the server answers) in one write; the connection is ready when the last reply arrives.
+void RedisConnection::StartHandshake(uint64_t epoch) {
+  std::string password = config_.url.password;
+  if (!config_.url.password_file.empty()) {
+    absl::StatusOr<std::string> from_file = ReadPasswordFile(config_.url.password_file);
+    if (!from_file.ok()) {
+      FailConnection(from_file.status());
+      return;
+    }
+    password = *std::move(from_file);
+  }
+  std::vector<std::pair<std::string_view, RedisCommand>> steps;
+  if (!password.empty()) {
+    steps.emplace_back("AUTH",
+                       config_.url.username.empty()
+                           ? RedisCommand::Format({"AUTH", password})
+                           : RedisCommand::Format({"AUTH", config_.url.username, password}));
+  }
+  if (config_.url.db != 0) {
+    steps.emplace_back("SELECT", RedisCommand::Format({"SELECT", std::to_string(config_.url.db)}));
+  }
+  if (!config_.client_name.empty()) {
+    steps.emplace_back("CLIENT SETNAME",
+                       RedisCommand::Format({"CLIENT", "SETNAME", config_.client_name}));
+  }
+  if (steps.empty()) steps.emplace_back("PING", RedisCommand::Format({"PING"}));
+  for (size_t i = 0; i < steps.size(); ++i) {
+    auto& [step, command] = steps[i];
+    transport_->write_buf.append(command.resp());
+    const bool last = i + 1 == steps.size();
+    inflight_.push_back(Request{
+        .command = std::move(command),
+        .done =
+            [this, epoch, step = step, last](absl::StatusOr<RedisReply> reply) {
+              OnHandshakeReply(epoch, step, last, std::move(reply));
+            },
+    });
+  }
+  WriteBuffer(steps.size());
+  StartRead();
+}
+
+void RedisConnection::OnHandshakeReply(uint64_t epoch, std::string_view step, bool last,
+                                       absl::StatusOr<RedisReply> reply) {
+  // A failed status means the attempt already failed, and whoever failed it handles that.
+  if (epoch != epoch_ || !reply.ok()) return;
+  if (reply->is_error()) {
+    const std::string& text = reply->str();
+    const std::string prefix = absl::StrCat("redis ", config_.endpoint, ": ");
+    if (IsTransientReplyError(ClassifyReply(*reply))) {
+      // LOADING, BUSY, ...: the server is not ready for commands yet; try again after a backoff.
+      FailConnection(
+          absl::UnavailableError(absl::StrCat(prefix, AbslView(step), " failed: ", text)));
+      return;
+    }
+    if (step == "AUTH") {
+      FailConnection(absl::PermissionDeniedError(absl::StrCat(prefix, "AUTH failed: ", text)));
+      return;
+    }
+    if (absl::StartsWith(text, "NOAUTH")) {
+      FailConnection(absl::PermissionDeniedError(
+          absl::StrCat(prefix, "the server requires a password (", text,
+                       "); give one in the URL or with ?password_file=")));
+      return;
+    }
+    if (step == "SELECT") {
+      FailConnection(absl::InvalidArgumentError(
+          absl::StrCat(prefix, "SELECT ", config_.url.db, " failed: ", text)));
+      return;
+    }
+    // CLIENT SETNAME or PING refused by an ACL (NOPERM) still proves the server answers.
+  }
+  if (last) BecomeReady();
+}
+
+void RedisConnection::BecomeReady() {
+  connect_timer_.cancel();
+  established_ = true;
+  failed_attempts_ = 0;
+  SetState(State::kReady);
+  connects_.fetch_add(1, std::memory_order_relaxed);
+  observer_.OnConnectionReady();
+  TryWrite();  // Whatever queued while connecting.
+}
+
+void RedisConnection::CloseTransport() {
+  boost::system::error_code ignored;
+  resolver_.cancel();
+  connect_timer_.cancel();
+  if (transport_ != nullptr) transport_->socket.close(ignored);
+  transport_.reset();  // Pending handlers keep it alive until they run.
+  reader_.reset();
+  writing_ = false;
+}
+
+void RedisConnection::FailConnection(const absl::Status& error) {
+  if (closing_) return;
+  ++epoch_;
+  CloseTransport();
+  std::vector<Request> lost = inflight_.TakeAll();
+  in_flight_.store(0, std::memory_order_relaxed);
+  const bool was_ready = established_;
+  established_ = false;
+  std::vector<Request> unsent;
+  if (was_ready) {
+    // Retry at once: commands keep queueing (bounded by their deadlines) meanwhile.
+    disconnects_.fetch_add(1, std::memory_order_relaxed);
+    StartConnect();
+  } else {
+    connect_failures_.fetch_add(1, std::memory_order_relaxed);
+    ++failed_attempts_;
+    {
+      RedisLock lock(&mu_);
+      state_ = State::kBackoff;
+      ready_.store(false, std::memory_order_relaxed);
+      last_error_ = error;
+      unsent.swap(submitted_);
+      submitted_earliest_ = TimePoint::max();
+      flush_pending_ = false;
+    }
+    ScheduleReconnect();
+  }
+  observer_.OnConnectionDown(error, was_ready);
+  // Written commands may have run: they fail, never to be resent. Handshake steps (no timeout)
+  // are not user commands and are not counted.
+  for (Request& r : lost) {
+    if (r.done && r.timeout.count() > 0) lost_.fetch_add(1, std::memory_order_relaxed);
+  }
+  FailAll(lost, [&](const Request& r) { return CommandLostError(r.command.name(), error); });
+  rejected_.fetch_add(unsent.size(), std::memory_order_relaxed);
+  FailAll(unsent, [&](const Request& r) {
+    return NotConnectedError(r.command.name(), config_.endpoint, error);
+  });
+}
+
+void RedisConnection::ScheduleReconnect() {
+  const int doublings = std::min(failed_attempts_ - 1, 20);
+  const int64_t cap_ms = std::min<int64_t>(config_.backoff_max.count(),
+                                           config_.backoff_min.count() * (int64_t{1} << doublings));
+  const int64_t delay_ms = absl::Uniform<int64_t>(absl::IntervalClosed, rng_, 0, cap_ms);
+  backoff_timer_.expires_after(std::chrono::milliseconds(delay_ms));
+  backoff_timer_.async_wait([this, epoch = epoch_](const boost::system::error_code& ec) {
+    if (ec || epoch != epoch_ || closing_) return;
+    StartConnect();
+  });
+}
+
+void RedisConnection::DoShutdown() {
+  if (closing_) return;
+  closing_ = true;
+  ++epoch_;
+  CloseTransport();
+  backoff_timer_.cancel();
+  deadline_timer_.cancel();
+  std::vector<Request> lost = inflight_.TakeAll();
+  in_flight_.store(0, std::memory_order_relaxed);
+  std::vector<Request> unsent;
+  {
+    RedisLock lock(&mu_);
+    state_ = State::kClosed;
+    ready_.store(false, std::memory_order_relaxed);
+    unsent.swap(submitted_);
+  }
+  const absl::Status cause =
+      absl::UnavailableError(absl::StrCat("redis ", config_.endpoint, ": client shut down"));
+  FailAll(lost, [&](const Request& r) { return CommandLostError(r.command.name(), cause); });
+  FailAll(unsent, [&](const Request& r) {
+    return absl::UnavailableError(
+        absl::StrCat("redis ", AbslView(r.command.name()), ": client shut down"));
+  });
+}
+
+}  // namespace sluice::internal
