@@ -2,7 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/memory_store.h"
+#include "sluice/redis_store.h"
 #include "sluice/store_url.h"
+#include "spdlog/spdlog.h"
 
 namespace sluice::server {
 
@@ -17,7 +19,17 @@ absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const FailurePolicy
     store = *std::move(memory);
     description = "memory (per-instance limits)";
   } else {
-    return absl::UnimplementedError("redis store not built yet");
+    absl::StatusOr<std::unique_ptr<RedisStore>> redis =
+        RedisStore::Create(RedisStoreOptions{.url = std::string(url)});
+    if (!redis.ok()) return redis.status();
+    // Start-up is not gated on Redis (a crash loop while Redis restarts helps nobody); report it.
+    if (absl::Status s = (*redis)->WaitForConnection(std::chrono::seconds(2)); !s.ok()) {
+      spdlog::warn("redis not reachable yet ({}); checks fail per the failure mode until it is",
+                   std::string(s.message()));
+    }
+    for (const std::string& w : (*redis)->Warnings()) spdlog::warn("redis: {}", w);
+    store = *std::move(redis);
+    description = parsed->Redacted();
   }
   Store* raw = store.get();
   return StoreHandles{.store = WithFailurePolicy(std::move(store), policy),

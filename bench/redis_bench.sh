@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The Redis store benchmark: sluice's RedisStore beside Redis's own ceiling and the peer, measured in
+# one run on one redis-server (these machines are noisy; only same-run ratios mean anything).
+#
+#   bench/redis_bench.sh [BUILD_DIR]      (needs a Release build with benchmarks, and redis-server)
+#
+# 1. ceiling: redis-benchmark -c 50 -P 16 running EVALSHA of sluice's own check script
+#    (fixed_window and gcra), 10k keys;
+# 2. sluice: bench/redis_store_load (RedisStore, one auto-pipelined connection) at 1, 50 and 256
+#    checks in flight;
+# 3. peer: rate-limiter-flexible over ioredis (../shared/peer-bench), 50 in flight, if node and npm
+#    are available.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${1:-build}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-8}
+PEER_DIR=${SLUICE_PEER_BENCH:-../shared/peer-bench}
+LOAD="$BUILD_DIR/bench/redis_store_load"
+[ -x "$LOAD" ] || { echo "build $LOAD first (make build)"; exit 1; }
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+WORK=$(mktemp -d)
+redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" \
+  --daemonize no --loglevel warning >"$WORK/redis.log" 2>&1 &
+REDIS_PID=$!
+trap 'kill $REDIS_PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
+for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+SHA=$(redis-cli -p "$PORT" SCRIPT LOAD "$("$LOAD" --print-script)")
+ceiling() {  # algorithm capacity
+  redis-cli -p "$PORT" FLUSHALL >/dev/null
+  redis-benchmark -p "$PORT" -c 50 -P 16 -n 1000000 -r 10000 --csv \
+    EVALSHA "$SHA" 1 "sluice:{bench:k__rand_int__}:$1" "$1" 10000000 60000000 "$2" 1 |
+    tail -1 | cut -d, -f2 | tr -d '"'
+}
+
+echo "# redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') on 127.0.0.1:$PORT, $(nproc) cores"
+declare -A CEIL
+for algo in fixed_window gcra; do
+  CEIL[$algo]=$(ceiling $algo 10000000)
+  echo "ceiling  $algo redis-benchmark EVALSHA -c 50 -P 16: ${CEIL[$algo]} decisions/s"
+done
+for algo in fixed_window gcra; do
+  for n in 1 50 256; do
+    redis-cli -p "$PORT" FLUSHALL >/dev/null
+    out=$("$LOAD" --url "redis://127.0.0.1:$PORT" --algorithm $algo --inflight $n --seconds "$SECONDS_PER_RUN")
+    rate=$(echo "$out" | sed 's/.*"decisions_per_s":\([0-9.]*\).*/\1/')
+    ratio=$(python3 -c "print(f'{$rate/${CEIL[$algo]}:.2f}')")
+    echo "sluice   $algo inflight=$n: $out  ratio_to_ceiling=$ratio"
+  done
+done
+if command -v node >/dev/null && command -v npm >/dev/null && [ -d "$PEER_DIR" ]; then
+  PEER=$(mktemp -d)
+  cp -r "$PEER_DIR"/. "$PEER"
+  if (cd "$PEER" && npm install --silent --no-audit --no-fund >/dev/null 2>&1); then
+    redis-cli -p "$PORT" FLUSHALL >/dev/null
+    out=$(cd "$PEER" && REDIS_PORT=$PORT REDIS_PID=$REDIS_PID node bench.js rlflx-redis 50 "$SECONDS_PER_RUN")
+    echo "peer     rate-limiter-flexible RateLimiterRedis inflight=50: $out"
+  else
+    echo "peer     skipped: npm install failed"
+  fi
+  rm -rf "$PEER"
+else
+  echo "peer     skipped: node/npm or $PEER_DIR not available"
+fi

@@ -1,0 +1,108 @@
+// RedisStore: limit state in Redis, shared by every instance that uses the same Redis.
+//
+// Each check is one Lua script call (EVALSHA), so deciding and recording are one atomic step on the
+// server, and time comes from the Redis server's clock (TIME), never from the application host:
+// instances with skewed clocks still agree. Every key written gets a TTL in the same script, at the
+// moment its state stops mattering, so Redis memory stays bounded by the live limits. See
+// docs/redis.md for the scripts and docs/keys.md for the key scheme.
+//
+// Errors: InvalidArgument for a bad key, limit or cost (Redis is not called); Unavailable when
+// Redis cannot be reached or refuses to serve (connection lost, BUSY, OOM, LOADING, READONLY);
+// DeadlineExceeded when a call misses `command_timeout` (its outcome is unknown and it is never
+// resent); Internal for a reply that breaks the script's contract. A failure policy
+// (failure_policy.h) turns these into decisions when wanted.
+//
+// CheckAll() runs every check in one script call, atomically: on a single Redis server (or a
+// Sentinel-managed one) any keys can be combined. Redis Cluster requires every key of one script
+// in one slot; with `cluster` set, CheckAll() refuses keys in different slots with InvalidArgument
+// rather than splitting them into calls that would not be all-or-nothing (docs/redis.md).
+//
+// Example:
+//   absl::StatusOr<std::unique_ptr<RedisStore>> store =
+//       RedisStore::Create({.url = "redis://10.0.0.5:6379/0", .command_timeout = 15ms});
+//   if (!store.ok()) return store.status();
+//   Limiter limiter(**store);
+//
+// Thread safety: thread-safe. Async callbacks run on the store's I/O thread, or inline before the
+// call returns when the input is invalid or the check is refused without reaching Redis (not
+// connected, queue full). Callbacks must not block; the sync methods must not be called from
+// them.
+#ifndef SLUICE_REDIS_STORE_H_
+#define SLUICE_REDIS_STORE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+#include "sluice/clock.h"
+#include "sluice/store.h"
+
+namespace sluice {
+
+struct RedisStoreOptions {
+  // Where Redis is, as a store URL (store_url.h): "redis://[user:password@]host[:port][/db]",
+  // "rediss://..." for TLS. Its timeout_ms, connect_timeout_ms and connections parameters override
+  // the fields below. Default: "redis://127.0.0.1:6379".
+  std::string url = "redis://127.0.0.1:6379";
+  // Prepended to every key; printable ASCII without '{' or '}', at most 64 bytes (docs/keys.md).
+  // Default: "sluice:".
+  std::string key_prefix = "sluice:";
+  // Deadline of one check, from the call to its decision, including a resend after NOSCRIPT.
+  // Default: 50 ms. Behind Envoy's 20 ms rate limit timeout use about 15 ms.
+  std::chrono::milliseconds command_timeout{50};
+  // Deadline of one connection attempt (TCP, TLS, AUTH, SELECT). Default: 1 s.
+  std::chrono::milliseconds connect_timeout{1000};
+  // Connections multiplexing all checks. Default: 1 (already reaches Redis's ceiling).
+  int connections = 1;
+  // Set when the server is a Redis Cluster: CheckAll() then requires all its keys in one slot.
+  // Default: false.
+  bool cluster = false;
+  // At start, ask the server for its maxmemory-policy and warn (log, and Warnings()) when it may
+  // evict keys: an evicted limiter key silently resets its limit. Needs CONFIG GET, which a
+  // restricted ACL user may lack; a refusal is ignored. Default: true.
+  bool check_eviction_policy = true;
+  // Time source for deadlines. Not owned; must outlive the store. Default (nullptr): Clock::Real().
+  Clock* clock = nullptr;
+};
+
+// Counters of a Redis store (values may be slightly outdated).
+struct RedisStoreStats {
+  // Script calls made (one per Check or CheckAll that reached the client).
+  uint64_t script_calls = 0;
+  // Calls resent with the script text after Redis answered NOSCRIPT (its cache was emptied).
+  uint64_t noscript_resends = 0;
+};
+
+class RedisStore : public Store {
+ public:
+  // RedisStore::Create()
+  //
+  // Returns a store that connects in the background (checks made before the first connection
+  // wait for it within their deadline), or InvalidArgument for a bad URL, prefix or option.
+  // Redis being down is not an error here: checks fail with Unavailable until it is back.
+  static absl::StatusOr<std::unique_ptr<RedisStore>> Create(const RedisStoreOptions& options);
+
+  // RedisStore::WaitForConnection()
+  //
+  // Blocks until a connection is ready (OK), or returns DeadlineExceeded after `timeout`, or the
+  // connection error (PermissionDenied for bad credentials). For start-up checks and tests.
+  virtual absl::Status WaitForConnection(std::chrono::milliseconds timeout) = 0;
+
+  // RedisStore::Warnings()
+  //
+  // Returns warnings about the server found so far, e.g. an evicting maxmemory-policy.
+  virtual std::vector<std::string> Warnings() const = 0;
+
+  // RedisStore::Stats()
+  virtual RedisStoreStats Stats() const = 0;
+
+  std::string_view Name() const override { return "redis"; }
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_REDIS_STORE_H_

@@ -1,0 +1,25 @@
+-- time_for_test.lua: the test-only time source. It replaces time.lua in the ...ForTest scripts,
+-- which production code never loads (they are not even linked into the library). The caller
+-- passes `now` in microseconds as ARGV[1], and the script's own arguments follow, so one table of
+-- test vectors drives the C++ and the Lua implementations with the same times.
+
+local kArgvBase = 1
+
+local function NowMicros()
+  local now = ParseInt(ARGV[1], 0, kMaxNowUs)
+  if now == nil then
+    Fail('now_us: must be an integer in [0, 2^52)')
+  end
+  return now
+end
+
+-- Test time is unrelated to the server's clock, so an absolute PEXPIREAT would delete the key at
+-- once. The key gets the spec's lifetime relative to the server's clock instead, plus a slack
+-- that keeps it alive while a test replays a sequence slower than its fake time passes. Keeping a
+-- state past its expiry cannot change a decision: after its expiry a state is equivalent to no
+-- state (docs/algorithms.md). The production TTLs are tested against the production scripts.
+local kExpirySlackMsForTest = 3600000
+
+local function SetExpiry(key, expiry_us, now_us)
+  redis.call('PEXPIRE', key, Int(CeilDiv(expiry_us - now_us, 1000) + kExpirySlackMsForTest))
+end

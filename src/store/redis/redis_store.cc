@@ -1,0 +1,245 @@
+#include "sluice/redis_store.h"
+
+#include <atomic>
+#include <future>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "spdlog/spdlog.h"
+
+#include "sluice/limiter.h"
+#include "sluice/status_macros.h"
+#include "sluice/store_url.h"
+
+#include "src/store/redis/lua_scripts.h"
+#include "src/store/redis/redis_client.h"
+#include "src/store/redis/redis_error.h"
+#include "src/store/redis/redis_keys.h"
+#include "src/store/redis/script_runner.h"
+
+namespace sluice {
+namespace {
+
+// Adds the Redis key to a status message, so a failure names the limit it hit. Keys are escaped
+// and at most kMaxRedisKeyBytes long (docs/keys.md), so they are safe to log.
+absl::Status WithKey(const absl::Status& status, const std::string& redis_key) {
+  return absl::Status(status.code(), absl::StrCat(status.message(), " [", redis_key, "]"));
+}
+
+// The Status of a script's error reply. SLUICE_BADARG means the script refused an argument that
+// ValidateLimit() accepted: the two validations disagree, which is still the caller's input.
+absl::Status ScriptErrorToStatus(const RedisReply& reply) {
+  const std::string& message = reply.str();
+  if (message.starts_with(kScriptBadArgumentCode)) {
+    return absl::InvalidArgumentError(absl::StrCat("redis script: ", message));
+  }
+  if (message.starts_with("SLUICE_")) {
+    return absl::InternalError(absl::StrCat("redis script: ", message));
+  }
+  // BUSY, OOM, LOADING, READONLY... are Unavailable; anything else (a second NOSCRIPT, WRONGTYPE
+  // on a key someone else wrote) is Internal.
+  return ReplyErrorToStatus("EVALSHA", reply);
+}
+
+class RedisStoreImpl final : public RedisStore {
+ public:
+  RedisStoreImpl(const RedisStoreOptions& options, RedisKeyScheme keys,
+                 std::shared_ptr<RedisClient> client)
+      : options_(options),
+        keys_(std::move(keys)),
+        client_(std::move(client)),
+        runner_(client_, {.timeout = options.command_timeout, .clock = options.clock}),
+        warnings_(std::make_shared<WarningList>()) {}
+
+  ~RedisStoreImpl() override {
+    // The client fails its pending commands with Unavailable; the runner's callbacks hold it only
+    // weakly, so nothing is resent after this point.
+    client_.reset();
+  }
+
+  void Start() {
+    // Best effort and asynchronous: Redis may be down at start, and checks load the scripts on
+    // demand anyway. Preloading spares the first checks a NOSCRIPT round trip and verifies that
+    // the server names the scripts by the SHA1 computed here.
+    for (const LuaScript* script : {&CheckScript(), &CheckAllScript()}) {
+      runner_.Preload(*script, [name = script->name](absl::Status status) {
+        if (!status.ok() && status.code() == absl::StatusCode::kInternal) {
+          spdlog::error("redis store: preloading script {}: {}", name, status.ToString());
+        }
+      });
+    }
+    if (options_.check_eviction_policy) CheckEvictionPolicy();
+  }
+
+  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
+    std::promise<absl::StatusOr<Decision>> promise;
+    std::future<absl::StatusOr<Decision>> future = promise.get_future();
+    CheckAsync(key, limit, cost,
+               [&promise](absl::StatusOr<Decision> d) { promise.set_value(std::move(d)); });
+    return future.get();
+  }
+
+  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
+                  DecisionCallback done) override {
+    if (absl::Status s = ValidateCheck(key, limit, cost); !s.ok()) {
+      std::move(done)(std::move(s));
+      return;
+    }
+    std::string redis_key = keys_.StateKey(key, limit.algorithm);
+    std::vector<std::string> args;
+    args.reserve(kArgsPerCheck);
+    AppendCheckArguments(limit, cost, args);
+    runner_.Run(CheckScript(), {redis_key}, args,
+                [redis_key, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
+                  if (!reply.ok()) {
+                    std::move(done)(WithKey(reply.status(), redis_key));
+                  } else if (reply->is_error()) {
+                    std::move(done)(WithKey(ScriptErrorToStatus(*reply), redis_key));
+                  } else {
+                    absl::StatusOr<Decision> decision = ParseCheckReply(*reply);
+                    if (!decision.ok()) decision = WithKey(decision.status(), redis_key);
+                    std::move(done)(std::move(decision));
+                  }
+                });
+  }
+
+  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
+    std::promise<absl::StatusOr<MultiDecision>> promise;
+    std::future<absl::StatusOr<MultiDecision>> future = promise.get_future();
+    CheckAllAsync(checks,
+                  [&promise](absl::StatusOr<MultiDecision> d) { promise.set_value(std::move(d)); });
+    return future.get();
+  }
+
+  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+    if (absl::Status s = ValidateChecks(checks); !s.ok()) {
+      std::move(done)(std::move(s));
+      return;
+    }
+    if (checks.size() > static_cast<size_t>(kMaxChecksPerScript)) {
+      std::move(done)(absl::InvalidArgumentError(
+          absl::StrCat("checks: at most ", kMaxChecksPerScript, " per call, got ", checks.size())));
+      return;
+    }
+    std::vector<std::string> redis_keys;
+    std::vector<std::string> args;
+    redis_keys.reserve(checks.size());
+    args.reserve(kArgsPerCheck * checks.size());
+    for (const LimitCheck& check : checks) {
+      redis_keys.push_back(keys_.StateKey(check.key, check.limit.algorithm));
+      AppendCheckArguments(check.limit, check.cost, args);
+    }
+    if (options_.cluster) {
+      // One script may only touch one slot of a Cluster. Splitting the checks into one call per
+      // slot would give up all-or-nothing across the calls, so it is refused instead.
+      const uint16_t slot = ClusterHashSlot(redis_keys[0]);
+      for (size_t i = 1; i < redis_keys.size(); ++i) {
+        if (ClusterHashSlot(redis_keys[i]) != slot) {
+          std::move(done)(absl::InvalidArgumentError(
+              absl::StrCat("checks[", i,
+                           "].key: on Redis Cluster all keys of one CheckAll must hash to one "
+                           "slot; ",
+                           redis_keys[i], " and ", redis_keys[0], " do not (docs/redis.md)")));
+          return;
+        }
+      }
+    }
+    const size_t n = checks.size();
+    std::string first_key = redis_keys[0];
+    runner_.Run(CheckAllScript(), redis_keys, args,
+                [n, first_key = std::move(first_key),
+                 done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
+                  if (!reply.ok()) {
+                    std::move(done)(WithKey(reply.status(), first_key));
+                  } else if (reply->is_error()) {
+                    std::move(done)(WithKey(ScriptErrorToStatus(*reply), first_key));
+                  } else {
+                    std::move(done)(ParseCheckAllReply(*reply, n));
+                  }
+                });
+  }
+
+  absl::Status WaitForConnection(std::chrono::milliseconds timeout) override {
+    return client_->WaitForConnection(timeout);
+  }
+
+  std::vector<std::string> Warnings() const override {
+    absl::MutexLock lock(&warnings_->mu);
+    return warnings_->list;
+  }
+
+  RedisStoreStats Stats() const override {
+    const ScriptRunnerStats runner = runner_.Stats();
+    return RedisStoreStats{.script_calls = runner.runs,
+                           .noscript_resends = runner.noscript_resends};
+  }
+
+ private:
+  struct WarningList {
+    mutable absl::Mutex mu;
+    std::vector<std::string> list ABSL_GUARDED_BY(mu);
+  };
+
+  void CheckEvictionPolicy() {
+    // The connect may take a while; give the answer up to the connect timeout plus a command.
+    const auto timeout = options_.connect_timeout + options_.command_timeout;
+    client_->Send(
+        RedisCommand::Format({"CONFIG", "GET", "maxmemory-policy"}), timeout,
+        [warnings = warnings_, endpoint = client_->Endpoint()](absl::StatusOr<RedisReply> reply) {
+          // CONFIG may be refused (ACL, rename-command) or Redis may be down: nothing to say.
+          if (!reply.ok() || !reply->is_array() || reply->elements().size() != 2) return;
+          const std::string& policy = reply->elements()[1].str();
+          if (!policy.starts_with("allkeys-") && !policy.starts_with("volatile-")) return;
+          std::string warning = absl::StrCat(
+              "redis ", endpoint, " has maxmemory-policy ", policy,
+              ": under memory pressure it may evict live limiter keys, which silently resets "
+              "their limits; use noeviction (docs/redis.md)");
+          spdlog::warn("{}", warning);
+          absl::MutexLock lock(&warnings->mu);
+          warnings->list.push_back(std::move(warning));
+        });
+  }
+
+  const RedisStoreOptions options_;
+  const RedisKeyScheme keys_;
+  std::shared_ptr<RedisClient> client_;
+  ScriptRunner runner_;
+  // Shared with the eviction-policy callback, which may complete after the store is gone.
+  std::shared_ptr<WarningList> warnings_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(const RedisStoreOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(StoreUrl url, ParseStoreUrl(options.url));
+  if (url.kind != StoreUrl::Kind::kRedis) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("redis store: url must be redis:// or rediss://, got ", url.Redacted()));
+  }
+  if (options.command_timeout <= std::chrono::milliseconds::zero() ||
+      options.connect_timeout <= std::chrono::milliseconds::zero()) {
+    return absl::InvalidArgumentError("redis store: timeouts must be positive");
+  }
+  SLUICE_ASSIGN_OR_RETURN(RedisKeyScheme keys, RedisKeyScheme::Create(options.key_prefix));
+  RedisClientOptions client_options{.url = url,
+                                    .command_timeout = options.command_timeout,
+                                    .connect_timeout = options.connect_timeout,
+                                    .connections = options.connections,
+                                    .io_threads = 1};
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RedisClient> client, RedisClient::Create(client_options));
+  // The URL's timeout_ms overrides the option in the client; the runner's deadline follows it.
+  RedisStoreOptions effective = options;
+  if (url.command_timeout.has_value()) effective.command_timeout = *url.command_timeout;
+  if (url.connect_timeout.has_value()) effective.connect_timeout = *url.connect_timeout;
+  auto store = std::make_unique<RedisStoreImpl>(effective, std::move(keys),
+                                                std::shared_ptr<RedisClient>(std::move(client)));
+  store->Start();
+  return store;
+}
+
+}  // namespace sluice

@@ -1,0 +1,428 @@
+// Tests of the Lua scripts themselves, run against a real redis-server: argument validation,
+// sliding-log member uniqueness, the TTL invariant and the all-or-nothing multi-check.
+#include "src/store/redis/lua_scripts.h"
+
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include "sluice/limit.h"
+
+#include "src/store/redis/lua_scripts_for_test.h"
+#include "tests/store/redis/lua_test_support.h"
+#include "tests/testing/redis_server.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::testing::CheckForTest;
+using ::sluice::testing::RedisServer;
+using ::sluice::testing::ScriptConnection;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr int64_t kSecond = 1'000'000;
+constexpr int64_t kT0 = 1'700'000'000 * kSecond;
+
+class LuaScriptsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<std::unique_ptr<RedisServer>> server = RedisServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = server->release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    absl::StatusOr<std::unique_ptr<ScriptConnection>> conn =
+        ScriptConnection::Connect(server_->port());
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    conn_ = std::move(*conn);
+    ASSERT_TRUE(conn_->Run({"FLUSHALL"}).ok());
+  }
+
+  int64_t DbSize() { return conn_->Integer({"DBSIZE"}); }
+
+  static RedisServer* server_;
+  std::unique_ptr<ScriptConnection> conn_;
+};
+
+RedisServer* LuaScriptsTest::server_ = nullptr;
+
+Limit MakeLimit(Algorithm algorithm, int64_t limit, int64_t period_us,
+                std::optional<int64_t> burst = std::nullopt) {
+  return Limit{.algorithm = algorithm,
+               .limit = limit,
+               .period = std::chrono::microseconds(period_us),
+               .burst = burst};
+}
+
+const std::vector<Algorithm> kAllAlgorithms = {Algorithm::kFixedWindow, Algorithm::kSlidingWindow,
+                                               Algorithm::kSlidingLog, Algorithm::kTokenBucket,
+                                               Algorithm::kGcra};
+
+// Verifies that every malformed argument is refused with SLUICE_BADARG and writes nothing, even
+// when an earlier check of the same call is valid (validation precedes the first write).
+TEST_F(LuaScriptsTest, RejectsInvalidArgumentsWithoutWriting) {
+  // {algorithm, limit, period_us, capacity, cost}; the valid base is replaced field by field.
+  const std::vector<std::string> base = {"fixed_window", "10", "1000000", "10", "1"};
+  const std::vector<std::string> bad_numbers = {"",
+                                                "abc",
+                                                "nan",
+                                                "NaN",
+                                                "inf",
+                                                "-inf",
+                                                "1e400",
+                                                "-1",
+                                                "1.5",
+                                                "0x10",
+                                                " 1",
+                                                "1 ",
+                                                "+1",
+                                                "1e3",
+                                                "9007199254740993",
+                                                "9223372036854775808",
+                                                "18446744073709551616",
+                                                "99999999999999999999999999999999999"};
+  std::vector<std::pair<int, std::string>> cases;  // (field index, value)
+  for (int field = 1; field <= 4; ++field) {
+    for (const std::string& bad : bad_numbers) cases.emplace_back(field, bad);
+  }
+  cases.emplace_back(0, "FIXED_WINDOW");
+  cases.emplace_back(0, "");
+  cases.emplace_back(0, "__index");
+  cases.emplace_back(1, "0");               // limit below 1
+  cases.emplace_back(1, "4294967296");      // limit above 2^32 - 1
+  cases.emplace_back(2, "999");             // period below 1 ms
+  cases.emplace_back(2, "1500");            // period not a whole ms
+  cases.emplace_back(2, "31622400001000");  // period above 366 days
+  cases.emplace_back(3, "11");              // capacity != limit for a window algorithm
+  cases.emplace_back(4, "4294967297");      // cost above 2^32
+
+  for (const auto& [field, value] : cases) {
+    for (int position = 0; position < 2; ++position) {
+      // position 0: the bad check alone; 1: after a valid check in check_all.
+      std::vector<std::string> args = base;
+      args[field] = value;
+      absl::StatusOr<RedisReply> reply;
+      if (position == 0) {
+        args.insert(args.begin(), absl::StrCat(kT0));
+        reply = conn_->Eval(CheckScriptForTest(), {"k"}, args);
+      } else {
+        std::vector<std::string> multi = {absl::StrCat(kT0)};
+        multi.insert(multi.end(), base.begin(), base.end());
+        multi.insert(multi.end(), args.begin(), args.end());
+        reply = conn_->Eval(CheckAllScriptForTest(), {"k0", "k"}, multi);
+      }
+      ASSERT_TRUE(reply.ok()) << reply.status();
+      EXPECT_TRUE(reply->is_error()) << "field " << field << " = '" << value << "'";
+      EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG"));
+      EXPECT_EQ(DbSize(), 0) << "field " << field << " = '" << value << "'";
+    }
+  }
+}
+
+TEST_F(LuaScriptsTest, RejectsOutOfBoundsProducts) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"sliding_log", "100001", "1000000", "100001", "1"},
+      // 2^32 - 1 per 366 days: limit x period_ms is far above 2^50.
+      {"sliding_window", "4294967295", "31622400000000", "4294967295", "1"},
+      {"token_bucket", "1", "1000000", "1125899907", "1"},  // burst x period > 2^50
+      {"gcra", "1125899907", "1000000", "1", "1"},          // limit x period > 2^50
+  };
+  for (const auto& check : cases) {
+    std::vector<std::string> args = {absl::StrCat(kT0)};
+    args.insert(args.end(), check.begin(), check.end());
+    absl::StatusOr<RedisReply> reply = conn_->Eval(CheckScriptForTest(), {"k"}, args);
+    ASSERT_TRUE(reply.ok());
+    EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG")) << check[0];
+  }
+  EXPECT_EQ(DbSize(), 0);
+}
+
+TEST_F(LuaScriptsTest, RejectsBadShapeAndBadTestTime) {
+  const std::vector<std::string> check = {"gcra", "10", "1000000", "10", "1"};
+  std::vector<std::string> args = {absl::StrCat(kT0)};
+  args.insert(args.end(), check.begin(), check.end());
+  // Two keys for the single check; no keys; a missing argument; a bad test time.
+  EXPECT_THAT(conn_->Eval(CheckScriptForTest(), {"a", "b"}, args)->str(),
+              StartsWith("SLUICE_BADARG"));
+  EXPECT_THAT(conn_->Eval(CheckScriptForTest(), {}, args)->str(), StartsWith("SLUICE_BADARG"));
+  EXPECT_THAT(conn_->Eval(CheckAllScriptForTest(), {}, {absl::StrCat(kT0)})->str(),
+              StartsWith("SLUICE_BADARG"));
+  std::vector<std::string> short_args(args.begin(), args.end() - 1);
+  EXPECT_THAT(conn_->Eval(CheckScriptForTest(), {"a"}, short_args)->str(),
+              StartsWith("SLUICE_BADARG"));
+  for (const char* now : {"-1", "nan", "1e15", "4503599627370496", "9007199254740992"}) {
+    args[0] = now;
+    EXPECT_THAT(conn_->Eval(CheckScriptForTest(), {"a"}, args)->str(), StartsWith("SLUICE_BADARG"))
+        << now;
+  }
+  // The production script takes no time argument: passing one is refused, never used.
+  std::vector<std::string> with_time = {absl::StrCat(kT0)};
+  with_time.insert(with_time.end(), check.begin(), check.end());
+  EXPECT_THAT(conn_->Eval(CheckScript(), {"a"}, with_time)->str(), StartsWith("SLUICE_BADARG"));
+  // Too many checks for one call.
+  std::vector<std::string> keys;
+  std::vector<std::string> multi;
+  for (int i = 0; i <= kMaxChecksPerScript; ++i) {
+    keys.push_back(absl::StrCat("k", i));
+    multi.insert(multi.end(), check.begin(), check.end());
+  }
+  EXPECT_THAT(conn_->Eval(CheckAllScript(), keys, multi)->str(), StartsWith("SLUICE_BADARG"));
+  // One key named twice with two algorithms.
+  std::vector<std::string> twice = check;
+  twice.insert(twice.end(), {"token_bucket", "10", "1000000", "10", "1"});
+  EXPECT_THAT(conn_->Eval(CheckAllScript(), {"k", "k"}, twice)->str(), HasSubstr("algorithm"));
+  EXPECT_EQ(DbSize(), 0);
+}
+
+// Verifies that invalid arguments do not even trim an existing sliding log (trimming is a write).
+TEST_F(LuaScriptsTest, InvalidArgumentsDoNotTrimAnExistingLog) {
+  const Limit limit = MakeLimit(Algorithm::kSlidingLog, 5, kSecond);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(CheckForTest(*conn_, CheckScriptForTest(), "log", kT0 + i, limit, 1).ok());
+  }
+  std::vector<std::string> args = {
+      absl::StrCat(kT0 + 10 * kSecond), "sliding_log", "5", "1000000", "5", "-1"};
+  EXPECT_THAT(conn_->Eval(CheckScriptForTest(), {"log"}, args)->str(), StartsWith("SLUICE_BADARG"));
+  EXPECT_EQ(conn_->Integer({"ZCOUNT", "log", "0", "+inf"}), 3);
+}
+
+TEST_F(LuaScriptsTest, CorruptStateIsAnErrorNotADecision) {
+  ASSERT_TRUE(conn_->Run({"HSET", "k", "w", "oops", "c", "1"}).ok());
+  std::vector<std::string> args = {absl::StrCat(kT0), "fixed_window", "10", "1000000", "10", "1"};
+  EXPECT_THAT(conn_->Eval(CheckScriptForTest(), {"k"}, args)->str(), StartsWith("SLUICE_BADSTATE"));
+  ASSERT_TRUE(conn_->Run({"SET", "s", "x"}).ok());
+  EXPECT_TRUE(conn_->Eval(CheckScriptForTest(), {"s"}, args)->is_error());
+}
+
+// Reliability T3: many admits in one frozen microsecond are all counted.
+TEST_F(LuaScriptsTest, SlidingLogMembersAreUniqueWithinOneMicrosecond) {
+  constexpr int kRequests = 10'000;
+  const Limit limit = MakeLimit(Algorithm::kSlidingLog, 100'000, 60 * kSecond);
+  int admitted = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    absl::StatusOr<Decision> d = CheckForTest(*conn_, CheckScriptForTest(), "log", kT0, limit, 1);
+    ASSERT_TRUE(d.ok()) << d.status();
+    admitted += d->allowed ? 1 : 0;
+  }
+  EXPECT_EQ(admitted, kRequests);
+  // Every admitted unit is one entry; ZCARD also holds the '#' sequence member.
+  EXPECT_EQ(conn_->Integer({"ZCOUNT", "log", "0", "+inf"}), admitted);
+  EXPECT_EQ(conn_->Integer({"ZCARD", "log"}), admitted + 1);
+
+  // Multi-unit costs and time stepping back to the same microsecond stay unique too.
+  ASSERT_TRUE(CheckForTest(*conn_, CheckScriptForTest(), "log", kT0, limit, 500).ok());
+  ASSERT_TRUE(CheckForTest(*conn_, CheckScriptForTest(), "log", kT0 - kSecond, limit, 7).ok());
+  ASSERT_TRUE(CheckForTest(*conn_, CheckScriptForTest(), "log", kT0, limit, 3).ok());
+  EXPECT_EQ(conn_->Integer({"ZCOUNT", "log", "0", "+inf"}), kRequests + 510);
+}
+
+// The same load through the old member scheme (millisecond .. math.random(1000, 9999)) loses
+// requests: 10,000 members drawn from 9,000 suffixes must collide, so this test would catch it.
+TEST_F(LuaScriptsTest, RandomSuffixMembersWouldCollide) {
+  constexpr int kRequests = 10'000;
+  const std::string old_scheme =
+      "local member = ARGV[1] .. math.random(1000, 9999)\n"
+      "redis.call('ZADD', KEYS[1], ARGV[1], member)\n"
+      "return redis.call('ZCARD', KEYS[1])";
+  int64_t card = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    absl::StatusOr<RedisReply> r =
+        conn_->Run({"EVAL", old_scheme, "1", "old", absl::StrCat(kT0 / 1000)});
+    ASSERT_TRUE(r.ok() && r->is_integer()) << r->DebugString();
+    card = r->integer();
+  }
+  EXPECT_LT(card, kRequests) << "the old scheme counted every request";
+}
+
+// Reliability T6: after a random load on every algorithm, no key lacks a TTL and no TTL outlives
+// its state. Uses the production scripts (time from Redis TIME).
+TEST_F(LuaScriptsTest, EveryKeyHasATtlNoLongerThanItsState) {
+  std::mt19937_64 rng(20240601);
+  std::map<std::string, int64_t> expiry_bound_ms;  // key -> max reset_after (ms) of its writes
+  for (int i = 0; i < 3000; ++i) {
+    const Algorithm algorithm = kAllAlgorithms[rng() % kAllAlgorithms.size()];
+    const std::string key =
+        absl::StrCat("sluice:{k", rng() % 40, "}:", std::string(AlgorithmName(algorithm)));
+    const int64_t limit_value = 1 + static_cast<int64_t>(rng() % 5);
+    const int64_t period_us = (1 + static_cast<int64_t>(rng() % 3000)) * 1000;
+    std::optional<int64_t> burst;
+    if (algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kGcra) {
+      burst = 1 + static_cast<int64_t>(rng() % 6);
+    }
+    const Limit limit = MakeLimit(algorithm, limit_value, period_us, burst);
+    const int64_t cost = static_cast<int64_t>(rng() % 4);
+    std::vector<std::string> args;
+    AppendCheckArguments(limit, cost, args);
+    if (rng() % 50 == 0) args[1] = "nan";  // Script errors mixed into the load write nothing.
+    absl::StatusOr<RedisReply> reply = conn_->Eval(CheckScript(), {key}, args);
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    if (args[1] == "nan") {
+      ASSERT_TRUE(reply->is_error());
+      continue;
+    }
+    absl::StatusOr<Decision> d = ParseCheckReply(*reply);
+    ASSERT_TRUE(d.ok()) << d.status();
+    if (d->allowed && cost > 0) {
+      const int64_t reset_ms = (d->reset_after.count() + 999) / 1000;
+      // Right after a write the key lives at least as long as its state matters (minus the time
+      // this loop took since the script ran, bounded generously) and no longer (plus rounding).
+      const int64_t pttl = conn_->Integer({"PTTL", key});
+      EXPECT_GE(pttl, reset_ms - 200) << key;
+      EXPECT_LE(pttl, reset_ms + 1) << key;
+      expiry_bound_ms[key] = reset_ms;
+    }
+  }
+  // SCAN the keyspace: every sluice key has a TTL within the bound of its last write.
+  std::string cursor = "0";
+  int scanned = 0;
+  do {
+    absl::StatusOr<RedisReply> page =
+        conn_->Run({"SCAN", cursor, "MATCH", "sluice:*", "COUNT", "1000"});
+    ASSERT_TRUE(page.ok() && page->is_array());
+    cursor = page->elements()[0].str();
+    for (const RedisReply& key : page->elements()[1].elements()) {
+      ++scanned;
+      const int64_t pttl = conn_->Integer({"PTTL", key.str()});
+      EXPECT_NE(pttl, -1) << key.str() << " has no TTL";
+      if (pttl >= 0) {
+        ASSERT_TRUE(expiry_bound_ms.contains(key.str())) << key.str();
+        EXPECT_LE(pttl, expiry_bound_ms[key.str()] + 1) << key.str();
+      }
+    }
+  } while (cursor != "0");
+  EXPECT_GT(scanned, 0);
+}
+
+// Multi-limit checks are all-or-nothing: one check over its limit records nothing anywhere.
+TEST_F(LuaScriptsTest, CheckAllRecordsNothingWhenOneCheckIsDenied) {
+  const std::vector<Limit> limits = {
+      MakeLimit(Algorithm::kFixedWindow, 3, 10 * kSecond),
+      MakeLimit(Algorithm::kSlidingWindow, 3, 10 * kSecond),
+      MakeLimit(Algorithm::kSlidingLog, 3, 10 * kSecond),
+      MakeLimit(Algorithm::kTokenBucket, 3, 10 * kSecond),
+      MakeLimit(Algorithm::kGcra, 3, 10 * kSecond),
+      MakeLimit(Algorithm::kFixedWindow, 1, 10 * kSecond),  // the tight one
+  };
+  const std::vector<std::string> keys = {"fw", "sw", "sl", "tb", "gcra", "tight"};
+  auto run = [&](int64_t now) {
+    std::vector<std::string> args = {absl::StrCat(now)};
+    for (const Limit& l : limits) AppendCheckArguments(l, 1, args);
+    absl::StatusOr<RedisReply> reply = conn_->Eval(CheckAllScriptForTest(), keys, args);
+    EXPECT_TRUE(reply.ok());
+    absl::StatusOr<MultiDecision> multi = ParseCheckAllReply(*reply, limits.size());
+    EXPECT_TRUE(multi.ok()) << multi.status() << " " << reply->DebugString();
+    return *multi;
+  };
+  MultiDecision first = run(kT0);
+  ASSERT_TRUE(first.allowed);
+  for (const Decision& d : first.decisions) EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(first.decisions[0].remaining, 2);
+
+  std::vector<std::string> before;
+  for (const std::string& key : keys) before.push_back(conn_->Run({"DUMP", key})->str());
+  MultiDecision second = run(kT0 + 1);
+  EXPECT_FALSE(second.allowed);
+  EXPECT_FALSE(second.decisions[5].allowed);
+  EXPECT_EQ(second.decisions[5].retry_after.count(), 10 * kSecond - 1);
+  // The checks that would have passed report a peek of the stored state: nothing more used.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(second.decisions[i].allowed) << i;
+    EXPECT_EQ(second.decisions[i].remaining, 2) << i;
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(conn_->Run({"DUMP", keys[i]})->str(), before[i]) << keys[i];
+  }
+}
+
+// A key named twice in one check_all is applied twice, in order.
+TEST_F(LuaScriptsTest, CheckAllAppliesARepeatedKeySequentially) {
+  for (Algorithm algorithm : kAllAlgorithms) {
+    ASSERT_TRUE(conn_->Run({"FLUSHALL"}).ok());
+    const Limit two = MakeLimit(algorithm, 2, 10 * kSecond);
+    const std::string name(AlgorithmName(algorithm));
+    std::vector<std::string> args = {absl::StrCat(kT0)};
+    AppendCheckArguments(two, 1, args);
+    AppendCheckArguments(two, 1, args);
+    absl::StatusOr<MultiDecision> both =
+        ParseCheckAllReply(*conn_->Eval(CheckAllScriptForTest(), {"k", "k"}, args), 2);
+    ASSERT_TRUE(both.ok()) << name << both.status();
+    EXPECT_TRUE(both->allowed) << name;
+    EXPECT_EQ(both->decisions[0].remaining, 1) << name;
+    EXPECT_EQ(both->decisions[1].remaining, 0) << name;
+
+    // A third unit in the same call: the sequence is over the limit, so nothing is recorded,
+    // and the pending units are counted when the third check is decided.
+    ASSERT_TRUE(conn_->Run({"FLUSHALL"}).ok());
+    AppendCheckArguments(two, 1, args);
+    absl::StatusOr<MultiDecision> three =
+        ParseCheckAllReply(*conn_->Eval(CheckAllScriptForTest(), {"k", "k", "k"}, args), 3);
+    ASSERT_TRUE(three.ok()) << name << three.status();
+    EXPECT_FALSE(three->allowed) << name;
+    EXPECT_FALSE(three->decisions[2].allowed) << name;
+    EXPECT_GT(three->decisions[2].retry_after.count(), 0) << name;
+    EXPECT_EQ(three->decisions[0].remaining, 2) << name;  // a peek of the empty state
+    EXPECT_EQ(DbSize(), 0) << name;
+  }
+}
+
+TEST_F(LuaScriptsTest, CostAboveCapacityIsNeverAdmittedAndRecordsNothing) {
+  for (Algorithm algorithm : kAllAlgorithms) {
+    const Limit limit = MakeLimit(algorithm, 5, kSecond);
+    absl::StatusOr<Decision> d = CheckForTest(*conn_, CheckScriptForTest(), "k", kT0, limit, 6);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_FALSE(d->allowed);
+    EXPECT_EQ(d->retry_after, Decision::kNever);
+    EXPECT_EQ(d->remaining, 5);
+    EXPECT_EQ(DbSize(), 0) << AlgorithmName(algorithm);
+  }
+}
+
+TEST_F(LuaScriptsTest, ProductionScriptUsesServerTime) {
+  // The production script takes no time argument; its windows follow the server clock.
+  const Limit limit = MakeLimit(Algorithm::kFixedWindow, 5, 3600 * kSecond);
+  std::vector<std::string> args;
+  AppendCheckArguments(limit, 1, args);
+  absl::StatusOr<Decision> d = ParseCheckReply(*conn_->Eval(CheckScript(), {"k"}, args));
+  ASSERT_TRUE(d.ok()) << d.status();
+  absl::StatusOr<RedisReply> time = conn_->Run({"TIME"});
+  const int64_t now =
+      std::stoll(time->elements()[0].str()) * kSecond + std::stoll(time->elements()[1].str());
+  const int64_t window_end = now - now % (3600 * kSecond) + 3600 * kSecond;
+  EXPECT_NEAR(static_cast<double>(d->reset_after.count()), static_cast<double>(window_end - now),
+              1e6);
+  EXPECT_EQ(std::stoll(conn_->Run({"HGET", "k", "w"})->str()), window_end - 3600 * kSecond);
+}
+
+// Reliability T4-style lint: the scripts use no randomness, no host time, and never compare a
+// value with a boolean literal (a boolean is never == 1 in Lua).
+TEST(LuaSources, AvoidKnownPitfalls) {
+  for (const LuaScript* script : {&CheckScript(), &CheckAllScript()}) {
+    const std::string text(script->text);
+    EXPECT_EQ(text.find("math.random"), std::string::npos) << script->name;
+    EXPECT_EQ(text.find("os.time"), std::string::npos) << script->name;
+    EXPECT_EQ(text.find("os.clock"), std::string::npos) << script->name;
+    EXPECT_EQ(text.find("== true"), std::string::npos) << script->name;
+    EXPECT_EQ(text.find("== false"), std::string::npos) << script->name;
+    EXPECT_EQ(text.find("ARGV[1]"), std::string::npos)
+        << script->name << ": production scripts must not read a caller's time";
+  }
+  EXPECT_NE(CheckScript().sha1, CheckScriptForTest().sha1);
+  EXPECT_EQ(CheckScript().sha1.size(), 40u);
+}
+
+}  // namespace
+}  // namespace sluice

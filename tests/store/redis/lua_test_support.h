@@ -1,0 +1,133 @@
+// Test support for the Lua script tests: a blocking hiredis connection that runs the scripts with
+// EVALSHA (loading them on NOSCRIPT), and helpers to build their arguments.
+//
+// These tests drive the scripts directly, below RedisStore, so that a failure points at Lua and
+// not at the transport.
+//
+// Thread safety: one ScriptConnection per thread.
+#ifndef SLUICE_TESTS_STORE_REDIS_LUA_TEST_SUPPORT_H_
+#define SLUICE_TESTS_STORE_REDIS_LUA_TEST_SUPPORT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include <hiredis/hiredis.h>
+
+#include "sluice/decision.h"
+#include "sluice/limit.h"
+#include "sluice/store.h"
+
+#include "src/store/redis/lua_scripts.h"
+#include "src/store/redis/redis_reply.h"
+
+namespace sluice::testing {
+
+// Converts a hiredis reply tree to a RedisReply.
+inline RedisReply FromHiredis(const redisReply* r) {
+  switch (r->type) {
+    case REDIS_REPLY_STRING:
+      return RedisReply::String(std::string(r->str, r->len));
+    case REDIS_REPLY_STATUS:
+      return RedisReply::Status(std::string(r->str, r->len));
+    case REDIS_REPLY_ERROR:
+      return RedisReply::Error(std::string(r->str, r->len));
+    case REDIS_REPLY_INTEGER:
+      return RedisReply::Integer(r->integer);
+    case REDIS_REPLY_ARRAY: {
+      std::vector<RedisReply> elements;
+      for (size_t i = 0; i < r->elements; ++i) elements.push_back(FromHiredis(r->element[i]));
+      return RedisReply::Array(std::move(elements));
+    }
+    default:
+      return RedisReply::Nil();
+  }
+}
+
+class ScriptConnection {
+ public:
+  static absl::StatusOr<std::unique_ptr<ScriptConnection>> Connect(int port) {
+    timeval timeout{10, 0};
+    redisContext* c = redisConnectWithTimeout("127.0.0.1", port, timeout);
+    if (c == nullptr || c->err != 0) {
+      std::string err = c != nullptr ? c->errstr : "out of memory";
+      if (c != nullptr) redisFree(c);
+      return absl::UnavailableError(err);
+    }
+    redisSetTimeout(c, timeout);
+    return std::unique_ptr<ScriptConnection>(new ScriptConnection(c));
+  }
+
+  ScriptConnection(const ScriptConnection&) = delete;
+  ScriptConnection& operator=(const ScriptConnection&) = delete;
+  ~ScriptConnection() { redisFree(c_); }
+
+  // Runs one command; a Redis error reply is a RedisReply of type kError, not a failed status.
+  absl::StatusOr<RedisReply> Run(const std::vector<std::string>& argv) {
+    std::vector<const char*> args;
+    std::vector<size_t> lens;
+    for (const std::string& a : argv) {
+      args.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    auto* reply = static_cast<redisReply*>(
+        redisCommandArgv(c_, static_cast<int>(args.size()), args.data(), lens.data()));
+    if (reply == nullptr) return absl::UnavailableError(c_->errstr);
+    RedisReply out = FromHiredis(reply);
+    freeReplyObject(reply);
+    return out;
+  }
+
+  // EVALSHA `script`, loading it first when Redis answers NOSCRIPT.
+  absl::StatusOr<RedisReply> Eval(const LuaScript& script, const std::vector<std::string>& keys,
+                                  const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"EVALSHA", script.sha1, absl::StrCat(keys.size())};
+    argv.insert(argv.end(), keys.begin(), keys.end());
+    argv.insert(argv.end(), args.begin(), args.end());
+    absl::StatusOr<RedisReply> reply = Run(argv);
+    if (reply.ok() && reply->is_error() && reply->str().starts_with("NOSCRIPT")) {
+      absl::StatusOr<RedisReply> loaded = Run({"SCRIPT", "LOAD", std::string(script.text)});
+      if (!loaded.ok()) return loaded.status();
+      if (loaded->str() != script.sha1) {
+        return absl::InternalError(absl::StrCat("SCRIPT LOAD: ", loaded->DebugString()));
+      }
+      reply = Run(argv);
+    }
+    return reply;
+  }
+
+  // The integer reply of a command, or -2 on any other reply (for terse assertions).
+  int64_t Integer(const std::vector<std::string>& argv) {
+    absl::StatusOr<RedisReply> r = Run(argv);
+    return r.ok() && r->is_integer() ? r->integer() : -2;
+  }
+
+ private:
+  explicit ScriptConnection(redisContext* c) : c_(c) {}
+  redisContext* c_;
+};
+
+// The ARGV of one check for the ...ForTest single-check script: now first.
+inline std::vector<std::string> CheckArgsForTest(int64_t now_us, const Limit& limit, int64_t cost) {
+  std::vector<std::string> argv = {absl::StrCat(now_us)};
+  AppendCheckArguments(limit, cost, argv);
+  return argv;
+}
+
+// Runs the test-time single-check script and parses its reply.
+inline absl::StatusOr<Decision> CheckForTest(ScriptConnection& conn, const LuaScript& script,
+                                             const std::string& key, int64_t now_us,
+                                             const Limit& limit, int64_t cost) {
+  absl::StatusOr<RedisReply> reply =
+      conn.Eval(script, {key}, CheckArgsForTest(now_us, limit, cost));
+  if (!reply.ok()) return reply.status();
+  if (reply->is_error()) return absl::InternalError(reply->str());
+  return ParseCheckReply(*reply);
+}
+
+}  // namespace sluice::testing
+
+#endif  // SLUICE_TESTS_STORE_REDIS_LUA_TEST_SUPPORT_H_

@@ -1,0 +1,297 @@
+// The Lua scripts against the specification: every test vector (tests/vectors/*.json) replayed
+// through the test-time scripts, and a randomized differential test against the C++ algorithms
+// (src/algorithm), single checks and all-or-nothing multi-checks alike.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+#include "sluice/decision.h"
+#include "sluice/limit.h"
+
+#include "src/algorithm/algorithm.h"
+#include "src/store/redis/lua_scripts.h"
+#include "src/store/redis/lua_scripts_for_test.h"
+#include "tests/store/redis/lua_test_support.h"
+#include "tests/testing/redis_server.h"
+#include "tests/testing/test_vectors.h"
+
+namespace sluice {
+
+// For readable failures.
+void PrintTo(const Decision& d, std::ostream* os) {
+  *os << "{allowed=" << d.allowed << " limit=" << d.limit << " remaining=" << d.remaining
+      << " reset_after=" << d.reset_after.count() << "us retry_after=" << d.retry_after.count()
+      << "us}";
+}
+
+namespace {
+
+using ::sluice::testing::CheckForTest;
+using ::sluice::testing::LoadAllVectors;
+using ::sluice::testing::RedisServer;
+using ::sluice::testing::ScriptConnection;
+using ::sluice::testing::VectorCase;
+
+constexpr int64_t kSecond = 1'000'000;
+
+// The C++ reference: one state per algorithm, as the memory store keeps it.
+struct ModelState {
+  algorithm::FixedWindowState fixed_window;
+  algorithm::SlidingWindowState sliding_window;
+  algorithm::SlidingLogState sliding_log;
+  algorithm::TokenBucketState token_bucket;
+  algorithm::GcraState gcra;
+};
+
+Decision DecideModel(const Limit& limit, ModelState& s, int64_t now_us, int64_t cost) {
+  switch (limit.algorithm) {
+    case Algorithm::kFixedWindow:
+      return algorithm::DecideFixedWindow(limit, s.fixed_window, now_us, cost);
+    case Algorithm::kSlidingWindow:
+      return algorithm::DecideSlidingWindow(limit, s.sliding_window, now_us, cost);
+    case Algorithm::kSlidingLog:
+      return algorithm::DecideSlidingLog(limit, s.sliding_log, now_us, cost);
+    case Algorithm::kTokenBucket:
+      return algorithm::DecideTokenBucket(limit, s.token_bucket, now_us, cost);
+    case Algorithm::kGcra:
+      return algorithm::DecideGcra(limit, s.gcra, now_us, cost);
+  }
+  return Decision{};
+}
+
+class LuaVectorsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<std::unique_ptr<RedisServer>> server = RedisServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = server->release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    absl::StatusOr<std::unique_ptr<ScriptConnection>> conn =
+        ScriptConnection::Connect(server_->port());
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    conn_ = std::move(*conn);
+    ASSERT_TRUE(conn_->Run({"FLUSHALL"}).ok());
+  }
+
+  static RedisServer* server_;
+  std::unique_ptr<ScriptConnection> conn_;
+};
+
+RedisServer* LuaVectorsTest::server_ = nullptr;
+
+TEST_F(LuaVectorsTest, EveryVectorGivesTheSpecifiedDecisions) {
+  const std::vector<VectorCase> cases = LoadAllVectors();
+  ASSERT_FALSE(cases.empty());
+  std::map<Algorithm, int> per_algorithm;
+  for (const VectorCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    ++per_algorithm[c.limit.algorithm];
+    const std::string key = absl::StrCat("vector:", c.name);
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      SCOPED_TRACE(absl::StrCat("step ", i));
+      absl::StatusOr<Decision> d = CheckForTest(*conn_, CheckScriptForTest(), key,
+                                                c.steps[i].now_us, c.limit, c.steps[i].cost);
+      ASSERT_TRUE(d.ok()) << d.status();
+      EXPECT_EQ(*d, c.steps[i].expect);
+    }
+  }
+  // Every algorithm has vectors, so no script branch escapes them.
+  EXPECT_EQ(per_algorithm.size(), static_cast<size_t>(kAlgorithmCount));
+}
+
+// The same vectors through check_all with one check each, which must decide exactly as check.
+TEST_F(LuaVectorsTest, EveryVectorThroughCheckAll) {
+  for (const VectorCase& c : LoadAllVectors()) {
+    SCOPED_TRACE(c.name);
+    const std::string key = absl::StrCat("vector-all:", c.name);
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      SCOPED_TRACE(absl::StrCat("step ", i));
+      std::vector<std::string> args = {absl::StrCat(c.steps[i].now_us)};
+      AppendCheckArguments(c.limit, c.steps[i].cost, args);
+      absl::StatusOr<RedisReply> reply = conn_->Eval(CheckAllScriptForTest(), {key}, args);
+      ASSERT_TRUE(reply.ok()) << reply.status();
+      absl::StatusOr<MultiDecision> multi = ParseCheckAllReply(*reply, 1);
+      ASSERT_TRUE(multi.ok()) << multi.status();
+      EXPECT_EQ(multi->allowed, c.steps[i].expect.allowed);
+      EXPECT_EQ(multi->decisions[0], c.steps[i].expect);
+    }
+  }
+}
+
+// A random valid limit of `algorithm`: small quotas (where boundaries are dense) and, now and
+// then, quotas and periods near the bounds that keep arithmetic exact.
+Limit RandomLimit(Algorithm algorithm, std::mt19937_64& rng) {
+  static constexpr int64_t kPeriodsMs[] = {1, 3, 7, 10, 999, 1000, 1001, 60'000, 3'600'000};
+  for (;;) {
+    Limit limit{.algorithm = algorithm, .burst = std::nullopt};
+    limit.period = std::chrono::milliseconds(kPeriodsMs[rng() % std::size(kPeriodsMs)]);
+    switch (rng() % 4) {
+      case 0:
+        limit.limit = 1;
+        break;
+      case 1:
+      case 2:
+        limit.limit = 1 + static_cast<int64_t>(rng() % 12);
+        break;
+      default:
+        limit.limit = 1 + static_cast<int64_t>(rng() % 100'000);
+        break;
+    }
+    if (algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kGcra) {
+      if (rng() % 3 != 0) limit.burst = 1 + static_cast<int64_t>(rng() % (2 * limit.limit + 3));
+      if (rng() % 10 == 0) {  // Near the exactness bound: max(L, B) * P close to 2^50.
+        limit.period = std::chrono::milliseconds(1000);
+        limit.limit = kMaxRateProduct / 1'000'000 - static_cast<int64_t>(rng() % 3);
+        limit.burst = 1 + static_cast<int64_t>(rng() % 5);
+      }
+    }
+    if (ValidateLimit(limit).ok()) return limit;
+  }
+}
+
+// A random next time: mostly forward by amounts around the period and the emission interval,
+// sometimes the same microsecond, sometimes a step back (Redis failover to a slower clock).
+int64_t NextNow(int64_t now, const Limit& limit, std::mt19937_64& rng) {
+  const int64_t period = limit.period.count();
+  switch (rng() % 10) {
+    case 0:
+      return now;
+    case 1:
+      return now + 1;
+    case 2:
+      return now - static_cast<int64_t>(rng() % (period + 1));  // backwards
+    case 3:
+      return now + period - now % period;  // exactly a window boundary
+    case 4:
+      return now + period / std::max<int64_t>(1, limit.limit);
+    case 5:
+      return now + static_cast<int64_t>(rng() % (3 * period + 1));
+    default:
+      return now + static_cast<int64_t>(rng() % (period / 4 + 2));
+  }
+}
+
+int64_t RandomCost(const Limit& limit, std::mt19937_64& rng) {
+  const int64_t capacity = limit.Capacity();
+  switch (rng() % 8) {
+    case 0:
+      return 0;  // a peek
+    case 1:
+      return capacity + 1 + static_cast<int64_t>(rng() % 3);  // can never pass
+    case 2:
+      return 1 + static_cast<int64_t>(rng() % std::min<int64_t>(capacity, 1000));
+    default:
+      return 1;
+  }
+}
+
+// Verifies that the Lua scripts and the C++ algorithms decide identically on random sequences.
+TEST_F(LuaVectorsTest, RandomSequencesMatchTheCppAlgorithms) {
+  std::mt19937_64 rng(0x5111ce);
+  for (int algorithm_index = 0; algorithm_index < kAlgorithmCount; ++algorithm_index) {
+    const auto algorithm = static_cast<Algorithm>(algorithm_index);
+    for (int round = 0; round < 25; ++round) {
+      const Limit main_limit = RandomLimit(algorithm, rng);
+      // Now and then the key is checked under another limit: the state is then read under it.
+      const Limit other_limit = RandomLimit(algorithm, rng);
+      const std::string key = absl::StrCat("diff:", algorithm_index, ":", round);
+      SCOPED_TRACE(absl::StrCat(Describe(main_limit), " / ", Describe(other_limit), " key ", key));
+      ModelState model;
+      int64_t now = 1'700'000'000 * kSecond + static_cast<int64_t>(rng() % (1000 * kSecond));
+      for (int step = 0; step < 120; ++step) {
+        const Limit& limit = rng() % 10 == 0 ? other_limit : main_limit;
+        now = NextNow(now, limit, rng);
+        const int64_t cost = RandomCost(limit, rng);
+        const Decision expected = DecideModel(limit, model, now, cost);
+        absl::StatusOr<Decision> got =
+            CheckForTest(*conn_, CheckScriptForTest(), key, now, limit, cost);
+        ASSERT_TRUE(got.ok()) << got.status();
+        ASSERT_EQ(*got, expected) << "step " << step << " now " << now << " cost " << cost << " "
+                                  << Describe(limit);
+      }
+    }
+  }
+}
+
+// Verifies check_all against a model built from the C++ algorithms: checks applied in order to
+// tentative states (a repeated key sees the earlier checks), committed only when all pass; when
+// one fails, denied checks keep their decision and the others report a peek of the stored state.
+TEST_F(LuaVectorsTest, RandomMultiChecksMatchTheAllOrNothingModel) {
+  std::mt19937_64 rng(20240602);
+  for (int round = 0; round < 150; ++round) {
+    // A few keys, each with one algorithm and two limits used on it (mostly the first).
+    const int key_count = 1 + static_cast<int>(rng() % 3);
+    std::vector<Limit> limits;
+    std::vector<Limit> other_limits;
+    for (int k = 0; k < key_count; ++k) {
+      const auto algorithm = static_cast<Algorithm>(rng() % kAlgorithmCount);
+      for (std::vector<Limit>* list : {&limits, &other_limits}) {
+        list->push_back(RandomLimit(algorithm, rng));
+        // Keep quotas small so denials are frequent.
+        list->back().limit = 1 + list->back().limit % 5;
+        if (list->back().burst.has_value()) list->back().burst = 1 + *list->back().burst % 6;
+        if (!ValidateLimit(list->back()).ok()) list->back().burst.reset();
+      }
+    }
+    std::vector<ModelState> stored(key_count);
+    int64_t now = 1'700'000'000 * kSecond;
+    for (int step = 0; step < 40; ++step) {
+      now = NextNow(now, limits[0], rng);
+      const int checks = 1 + static_cast<int>(rng() % 4);
+      std::vector<int> key_of(checks);
+      std::vector<Limit> limit_of(checks);
+      std::vector<int64_t> cost_of(checks);
+      std::vector<std::string> keys;
+      std::vector<std::string> args = {absl::StrCat(now)};
+      for (int i = 0; i < checks; ++i) {
+        key_of[i] = static_cast<int>(rng() % key_count);
+        limit_of[i] = rng() % 4 == 0 ? other_limits[key_of[i]] : limits[key_of[i]];
+        cost_of[i] = rng() % 4 == 0 ? 0 : 1 + static_cast<int64_t>(rng() % 3);
+        keys.push_back(absl::StrCat("multi:", round, ":", key_of[i]));
+        AppendCheckArguments(limit_of[i], cost_of[i], args);
+      }
+      // The model.
+      std::vector<ModelState> tentative = stored;
+      MultiDecision expected{.allowed = true, .decisions = {}};
+      for (int i = 0; i < checks; ++i) {
+        expected.decisions.push_back(
+            DecideModel(limit_of[i], tentative[key_of[i]], now, cost_of[i]));
+        expected.allowed = expected.allowed && expected.decisions.back().allowed;
+      }
+      if (expected.allowed) {
+        stored = tentative;
+      } else {
+        for (int i = 0; i < checks; ++i) {
+          if (!expected.decisions[i].allowed) continue;
+          ModelState peek = stored[key_of[i]];
+          expected.decisions[i] = DecideModel(limit_of[i], peek, now, 0);
+        }
+      }
+      absl::StatusOr<RedisReply> reply = conn_->Eval(CheckAllScriptForTest(), keys, args);
+      ASSERT_TRUE(reply.ok()) << reply.status();
+      absl::StatusOr<MultiDecision> got = ParseCheckAllReply(*reply, checks);
+      ASSERT_TRUE(got.ok()) << got.status() << " " << reply->DebugString();
+      ASSERT_EQ(got->allowed, expected.allowed) << "round " << round << " step " << step;
+      for (int i = 0; i < checks; ++i) {
+        ASSERT_EQ(got->decisions[i], expected.decisions[i])
+            << "round " << round << " step " << step << " check " << i << " "
+            << Describe(limit_of[i]) << " cost " << cost_of[i];
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,181 @@
+#include "src/store/redis/script_runner.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include "sluice/store_url.h"
+
+#include "src/store/redis/lua_scripts.h"
+#include "src/store/redis/redis_client.h"
+#include "src/store/redis/redis_error.h"
+#include "tests/testing/redis_server.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::testing::RedisServer;
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+
+// Counts its runs in a key, so a test can tell how often Redis ran it.
+constexpr std::string_view kCountingScript =
+    "local n = redis.call('INCR', KEYS[1])\n"
+    "if ARGV[1] == 'fail' then return redis.error_reply('TESTFAIL after counting') end\n"
+    "return n";
+
+// Counts its run, then keeps Redis busy for ARGV[1] ms (longer than the test's timeout).
+constexpr std::string_view kSlowScript =
+    "redis.call('INCR', KEYS[1])\n"
+    "local function now() local t = redis.call('TIME') return t[1] * 1000 + t[2] / 1000 end\n"
+    "local start = now()\n"
+    "while now() - start < tonumber(ARGV[1]) do end\n"
+    "return 1";
+
+class ScriptRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<RedisServer>> server = RedisServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    absl::StatusOr<StoreUrl> url = ParseStoreUrl(server_->Url());
+    ASSERT_TRUE(url.ok());
+    absl::StatusOr<std::unique_ptr<RedisClient>> client =
+        RedisClient::Create({.url = *url, .command_timeout = milliseconds(2000)});
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::shared_ptr<RedisClient>(std::move(*client));
+    ASSERT_TRUE(client_->WaitForConnection(milliseconds(5000)).ok());
+    runner_ =
+        std::make_unique<ScriptRunner>(client_, ScriptRunnerOptions{.timeout = milliseconds(2000)});
+  }
+
+  absl::StatusOr<RedisReply> RunSync(const LuaScript& script, const std::vector<std::string>& keys,
+                                     const std::vector<std::string>& args) {
+    absl::Notification done;
+    absl::StatusOr<RedisReply> result;
+    runner_->Run(script, keys, args, [&](absl::StatusOr<RedisReply> reply) {
+      result = std::move(reply);
+      done.Notify();
+    });
+    done.WaitForNotification();
+    return result;
+  }
+
+  std::string Get(const std::string& key) { return *server_->Command({"GET", key}); }
+
+  std::unique_ptr<RedisServer> server_;
+  std::shared_ptr<RedisClient> client_;
+  std::unique_ptr<ScriptRunner> runner_;
+};
+
+TEST_F(ScriptRunnerTest, LoadsAnUnknownScriptTransparently) {
+  const LuaScript script = MakeLuaScript("counting", kCountingScript);
+  absl::StatusOr<RedisReply> first = RunSync(script, {"n"}, {"ok"});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->DebugString(), "1");
+  EXPECT_EQ(runner_->Stats().noscript_resends, 1u);
+  // Now cached: a plain EVALSHA.
+  EXPECT_EQ(RunSync(script, {"n"}, {"ok"})->DebugString(), "2");
+  EXPECT_EQ(runner_->Stats().noscript_resends, 1u);
+  EXPECT_EQ(*server_->Command({"SCRIPT", "EXISTS", script.sha1}), "1");
+}
+
+TEST_F(ScriptRunnerTest, RecoversFromScriptFlushBetweenCalls) {
+  const LuaScript script = MakeLuaScript("counting", kCountingScript);
+  for (int i = 1; i <= 5; ++i) {
+    ASSERT_TRUE(server_->Command({"SCRIPT", "FLUSH"}).ok());
+    absl::StatusOr<RedisReply> reply = RunSync(script, {"n"}, {"ok"});
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    EXPECT_EQ(reply->DebugString(), absl::StrCat(i));  // ran exactly once per call
+  }
+  EXPECT_EQ(runner_->Stats().noscript_resends, 5u);
+}
+
+// Verifies that an error reply other than NOSCRIPT is final: the script ran, so a resend would
+// run it twice.
+TEST_F(ScriptRunnerTest, OtherErrorRepliesAreNotResent) {
+  const LuaScript script = MakeLuaScript("counting", kCountingScript);
+  ASSERT_TRUE(RunSync(script, {"n"}, {"ok"}).ok());
+  absl::StatusOr<RedisReply> reply = RunSync(script, {"n"}, {"fail"});
+  ASSERT_TRUE(reply.ok());
+  EXPECT_TRUE(reply->is_error());
+  EXPECT_THAT(reply->str(), HasSubstr("TESTFAIL"));
+  EXPECT_EQ(Get("n"), "2");
+}
+
+// Verifies that a call whose outcome is unknown (timed out) is never resent.
+TEST_F(ScriptRunnerTest, TimedOutCallsAreNotResent) {
+  const LuaScript slow = MakeLuaScript("slow", kSlowScript);
+  ScriptRunner impatient(client_, {.timeout = milliseconds(50)});
+  // Load it first so that the timed-out call is the script itself, not the load.
+  ASSERT_TRUE(RunSync(slow, {"slow"}, {"0"}).ok());
+  absl::Notification done;
+  absl::StatusOr<RedisReply> result;
+  impatient.Run(slow, {"slow"}, {"300"}, [&](absl::StatusOr<RedisReply> reply) {
+    result = std::move(reply);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded) << result.status();
+  // A later command waits for the slow script on the server, then sees exactly one more run.
+  EXPECT_EQ(RunSync(MakeLuaScript("get", "return redis.call('GET', KEYS[1])"), {"slow"}, {})
+                ->DebugString(),
+            "\"2\"");
+  EXPECT_EQ(impatient.Stats().noscript_resends, 0u);
+}
+
+TEST_F(ScriptRunnerTest, PreloadVerifiesTheSha) {
+  absl::Notification done;
+  absl::Status status;
+  runner_->Preload(CheckScript(), [&](absl::Status s) {
+    status = s;
+    done.Notify();
+  });
+  done.WaitForNotification();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(*server_->Command({"SCRIPT", "EXISTS", CheckScript().sha1}), "1");
+}
+
+// Reliability T7: SCRIPT FLUSH while many calls are in flight; no caller sees an error and every
+// call runs exactly once.
+TEST_F(ScriptRunnerTest, FlushDuringConcurrentCallsCausesNoErrors) {
+  const LuaScript script = MakeLuaScript("counting", kCountingScript);
+  constexpr int kCalls = 4000;
+  std::atomic<int> errors{0};
+  std::atomic<int> completed{0};
+  absl::Notification all_done;
+  for (int i = 0; i < kCalls; ++i) {
+    runner_->Run(script, {"n"}, {"ok"}, [&](absl::StatusOr<RedisReply> reply) {
+      if (!reply.ok() || reply->is_error()) errors.fetch_add(1);
+      if (completed.fetch_add(1) + 1 == kCalls) all_done.Notify();
+    });
+    if (i % 500 == 0) {
+      // Through the same client: ordered with the calls on the one connection.
+      client_->Send({"SCRIPT", "FLUSH"}, [](absl::StatusOr<RedisReply>) {});
+    }
+    if (i % 700 == 0) {
+      ASSERT_TRUE(server_->Command({"SCRIPT", "FLUSH"}).ok());
+    }
+  }
+  all_done.WaitForNotification();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(Get("n"), absl::StrCat(kCalls));
+  EXPECT_GT(runner_->Stats().noscript_resends, 0u);
+}
+
+TEST_F(ScriptRunnerTest, FailsCleanlyWhenTheClientIsGone) {
+  const LuaScript script = MakeLuaScript("counting", kCountingScript);
+  client_.reset();
+  absl::StatusOr<RedisReply> reply = RunSync(script, {"n"}, {"ok"});
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace sluice
