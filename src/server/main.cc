@@ -39,7 +39,7 @@ struct Flags {
   bool response_headers = false;
   bool shadow_mode = false;
   size_t local_cache_entries = 0;
-  int http_threads = 1;
+  int http_threads = 2;
   int config_poll_ms = 1000;
   int drain_ms = 2000;
 };

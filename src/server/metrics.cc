@@ -35,7 +35,7 @@ Metrics::Metrics(MetricsOptions options) : options_(options) {}
 
 Metrics::RuleCounters& Metrics::CountersFor(absl::string_view domain, absl::string_view rule) {
   std::string key = absl::StrCat(domain, std::string(1, kSeparator), rule);
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   auto it = rules_.find(key);
   if (it != rules_.end()) return *it->second;
   if (rules_.size() >= options_.max_series) {
@@ -95,7 +95,7 @@ std::string Metrics::Render() const {
         {"sluice_rule_over_limit", "Hits over the limit per rule."},
         {"sluice_rule_shadow_mode", "Hits over the limit of shadow-mode rules (not denied)."},
     }};
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     for (size_t m = 0; m < kRuleMetrics.size(); ++m) {
       absl::StrAppend(&out, "# HELP ", kRuleMetrics[m].first, " ", kRuleMetrics[m].second,
                       "\n# TYPE ", kRuleMetrics[m].first, " counter\n");

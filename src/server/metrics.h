@@ -22,7 +22,7 @@
 #include "absl/strings/string_view.h"
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include "src/util/mutex.h"
 
 namespace sluice::server {
 
@@ -66,7 +66,7 @@ class Metrics {
   RuleCounters& CountersFor(absl::string_view domain, absl::string_view rule);
 
   const MetricsOptions options_;
-  mutable absl::Mutex mu_;
+  mutable internal::Mutex mu_;
   // Node-stable values: the map stores pointers so counters can be bumped outside the lock.
   absl::flat_hash_map<std::string, std::unique_ptr<RuleCounters>> rules_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> store_errors_{0};

@@ -6,7 +6,7 @@ void OverLimitCache::Add(absl::string_view key, int64_t limit, int64_t cost,
                          std::chrono::steady_clock::time_point now,
                          std::chrono::microseconds retry_after) {
   if (retry_after <= std::chrono::microseconds::zero() || max_entries_ == 0) return;
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   if (entries_.size() >= max_entries_ && !entries_.contains(key)) {
     absl::erase_if(entries_, [now](const auto& kv) { return kv.second.until <= now; });
     if (entries_.size() >= max_entries_) return;
@@ -16,7 +16,7 @@ void OverLimitCache::Add(absl::string_view key, int64_t limit, int64_t cost,
 
 bool OverLimitCache::IsOver(absl::string_view key, int64_t limit, int64_t cost,
                             std::chrono::steady_clock::time_point now) {
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return false;
   if (it->second.until <= now) {

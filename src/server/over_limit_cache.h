@@ -20,7 +20,7 @@
 #include "absl/strings/string_view.h"
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include "src/util/mutex.h"
 
 namespace sluice::server {
 
@@ -43,7 +43,7 @@ class OverLimitCache {
     int64_t cost;
   };
   const size_t max_entries_;
-  absl::Mutex mu_;
+  internal::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -121,7 +121,7 @@ struct RateLimitService::Call {
   Callback done;
   std::chrono::steady_clock::time_point started;
   std::atomic<int> pending{0};
-  absl::Mutex mu;
+  internal::Mutex mu;
   absl::Status error ABSL_GUARDED_BY(mu);
 };
 
@@ -136,12 +136,12 @@ RateLimitService::RateLimitService(Store& store, Metrics& metrics,
                             : nullptr) {}
 
 void RateLimitService::SetConfig(std::shared_ptr<const RateLimitConfig> config) {
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   config_ = std::move(config);
 }
 
 std::shared_ptr<const RateLimitConfig> RateLimitService::config() const {
-  absl::MutexLock lock(&mu_);
+  internal::MutexLock lock(&mu_);
   return config_;
 }
 
@@ -308,7 +308,7 @@ void RateLimitService::ShouldRateLimit(const RateLimitRequest& request, Callback
                                absl::StatusOr<MultiDecision> result) {
     if (!result.ok()) {
       metrics_.CountStoreError();
-      absl::MutexLock lock(&call->mu);
+      internal::MutexLock lock(&call->mu);
       call->error = result.status();
     } else {
       for (size_t j = 0; j < slot_indexes.size() && j < result->decisions.size(); ++j) {
@@ -322,7 +322,17 @@ void RateLimitService::ShouldRateLimit(const RateLimitRequest& request, Callback
       complete(call->shadow_slots, std::move(r));
     });
   }
-  if (!call->enforced_checks.empty()) {
+  if (call->enforced_checks.size() == 1) {
+    // The common case, one limit: the single-check script is cheaper than the multi-check one.
+    const LimitCheck& c = call->enforced_checks.front();
+    store_.CheckAsync(c.key, c.limit, c.cost, [call, complete](absl::StatusOr<Decision> r) {
+      if (!r.ok()) {
+        complete(call->enforced_slots, r.status());
+        return;
+      }
+      complete(call->enforced_slots, MultiDecision{.allowed = r->allowed, .decisions = {*r}});
+    });
+  } else if (!call->enforced_checks.empty()) {
     store_.CheckAllAsync(call->enforced_checks,
                          [call, complete](absl::StatusOr<MultiDecision> r) {
                            complete(call->enforced_slots, std::move(r));
@@ -332,7 +342,7 @@ void RateLimitService::ShouldRateLimit(const RateLimitRequest& request, Callback
 
 void RateLimitService::Finish(std::shared_ptr<Call> call) {
   {
-    absl::MutexLock lock(&call->mu);
+    internal::MutexLock lock(&call->mu);
     if (!call->error.ok()) {
       absl::Status error = call->error;
       metrics_.ObserveDecisionLatency(std::chrono::duration_cast<std::chrono::microseconds>(

@@ -23,7 +23,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "src/util/mutex.h"
 #include "envoy/service/ratelimit/v3/rls.pb.h"
 #include "sluice/clock.h"
 #include "sluice/config.h"
@@ -79,7 +79,7 @@ class RateLimitService {
   const RateLimitServiceOptions options_;
   Clock& clock_;
   std::unique_ptr<OverLimitCache> over_limit_cache_;
-  mutable absl::Mutex mu_;
+  mutable internal::Mutex mu_;
   std::shared_ptr<const RateLimitConfig> config_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -12,7 +12,7 @@
 #include <memory>
 #include <utility>
 
-#include "absl/synchronization/mutex.h"
+#include "src/util/mutex.h"
 #include "sluice/store.h"
 
 namespace sluice::testing {
@@ -22,7 +22,7 @@ class FaultyStore final : public Store {
   explicit FaultyStore(std::unique_ptr<Store> wrapped) : wrapped_(std::move(wrapped)) {}
 
   void Fail(absl::Status status) {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     failure_ = std::move(status);
   }
   void Heal() { Fail(absl::OkStatus()); }
@@ -58,7 +58,7 @@ class FaultyStore final : public Store {
 
  private:
   absl::Status Failure() {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     if (failure_.ok()) {
       forwarded_.fetch_add(1);
     } else {
@@ -67,7 +67,7 @@ class FaultyStore final : public Store {
     return failure_;
   }
 
-  absl::Mutex mu_;
+  internal::Mutex mu_;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> forwarded_{0};
   std::atomic<int> failed_{0};

@@ -10,7 +10,7 @@
 
 #include <chrono>
 
-#include "absl/synchronization/mutex.h"
+#include "src/util/mutex.h"
 #include "sluice/clock.h"
 
 namespace sluice::testing {
@@ -22,29 +22,29 @@ class ManualClock final : public Clock {
       : now_(epoch_now) {}
 
   std::chrono::steady_clock::time_point Now() override {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     return std::chrono::steady_clock::time_point(now_);
   }
 
   std::chrono::microseconds EpochNow() override {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     return now_;
   }
 
   // Moves time forward by `d`. REQUIRES: d >= 0.
   void Advance(std::chrono::microseconds d) {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     now_ += d;
   }
 
   // Sets the time; unlike a real monotonic clock it may go backwards, for tests of that case.
   void Set(std::chrono::microseconds epoch_now) {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     now_ = epoch_now;
   }
 
  private:
-  absl::Mutex mu_;
+  internal::Mutex mu_;
   std::chrono::microseconds now_ ABSL_GUARDED_BY(mu_);
 };
 

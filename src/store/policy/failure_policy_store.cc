@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "src/util/mutex.h"
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
 #include "src/util/strings.h"
@@ -66,7 +66,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
   std::string_view Name() const override { return primary_->Name(); }
 
   FailureStats Stats() const override {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     return FailureStats{.store_errors = store_errors_.load(std::memory_order_relaxed),
                         .fallback_decisions = fallback_decisions_.load(std::memory_order_relaxed),
                         .breaker_open = open_};
@@ -165,7 +165,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
   // one probe at a time -> closed on the first success.
   bool AdmitToStore() {
     if (policy_.breaker_failure_threshold <= 0) return true;
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     if (!open_) return true;
     if (clock_.Now() < open_until_ || probe_in_flight_) return false;
     probe_in_flight_ = true;
@@ -174,7 +174,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
 
   void OnStoreAnswered() {
     if (policy_.breaker_failure_threshold <= 0) return;
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     consecutive_failures_ = 0;
     open_ = false;
     probe_in_flight_ = false;
@@ -183,7 +183,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
   void OnStoreFailed() {
     store_errors_.fetch_add(1, std::memory_order_relaxed);
     if (policy_.breaker_failure_threshold <= 0) return;
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     probe_in_flight_ = false;
     ++consecutive_failures_;
     if (open_ || consecutive_failures_ >= policy_.breaker_failure_threshold) {
@@ -197,7 +197,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
   std::unique_ptr<MemoryStore> local_;
   std::atomic<uint64_t> store_errors_{0};
   std::atomic<uint64_t> fallback_decisions_{0};
-  mutable absl::Mutex mu_;
+  mutable internal::Mutex mu_;
   int consecutive_failures_ ABSL_GUARDED_BY(mu_) = 0;
   bool open_ ABSL_GUARDED_BY(mu_) = false;
   bool probe_in_flight_ ABSL_GUARDED_BY(mu_) = false;

@@ -19,6 +19,7 @@
 
 #include "src/store/redis/redis_connection.h"
 #include "src/store/redis/redis_error.h"
+#include "src/util/mutex.h"
 #include "src/util/strings.h"
 
 namespace sluice {
@@ -184,7 +185,7 @@ class RedisClient::Impl final : public internal::ConnectionObserver,
 
   void OnConnectionReady() override {
     {
-      internal::RedisLock lock(&mu_);
+      internal::MutexLock lock(&mu_);
       ++ready_;
       last_error_fatal_ = false;
     }
@@ -193,7 +194,7 @@ class RedisClient::Impl final : public internal::ConnectionObserver,
 
   void OnConnectionDown(const absl::Status& error, bool was_ready) override {
     {
-      internal::RedisLock lock(&mu_);
+      internal::MutexLock lock(&mu_);
       if (was_ready) --ready_;
       last_error_ = error;
       // Refusals that retrying will not fix until someone changes the configuration.
@@ -204,7 +205,7 @@ class RedisClient::Impl final : public internal::ConnectionObserver,
   }
 
   absl::Status WaitForConnection(std::chrono::milliseconds timeout) {
-    internal::RedisLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     changed_.wait_for(mu_, timeout, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return ready_ > 0 || last_error_fatal_;
     });
@@ -237,7 +238,7 @@ class RedisClient::Impl final : public internal::ConnectionObserver,
   std::vector<std::thread> threads_;
   std::atomic<size_t> next_{0};
 
-  internal::RedisMutex mu_;
+  internal::Mutex mu_;
   std::condition_variable_any changed_;
   int ready_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);

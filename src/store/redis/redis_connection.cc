@@ -66,7 +66,7 @@ void RedisConnection::Shutdown() {
 }
 
 RedisConnection::State RedisConnection::SetState(State state) {
-  RedisLock lock(&mu_);
+  MutexLock lock(&mu_);
   const State old = state_;
   state_ = state;
   ready_.store(state == State::kReady, std::memory_order_relaxed);
@@ -273,7 +273,7 @@ void RedisConnection::FailConnection(const absl::Status& error) {
     connect_failures_.fetch_add(1, std::memory_order_relaxed);
     ++failed_attempts_;
     {
-      RedisLock lock(&mu_);
+      MutexLock lock(&mu_);
       state_ = State::kBackoff;
       ready_.store(false, std::memory_order_relaxed);
       last_error_ = error;
@@ -319,7 +319,7 @@ void RedisConnection::DoShutdown() {
   in_flight_.store(0, std::memory_order_relaxed);
   std::vector<Request> unsent;
   {
-    RedisLock lock(&mu_);
+    MutexLock lock(&mu_);
     state_ = State::kClosed;
     ready_.store(false, std::memory_order_relaxed);
     unsent.swap(submitted_);

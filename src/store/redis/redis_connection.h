@@ -46,6 +46,7 @@
 
 #include "src/store/redis/redis_client.h"
 #include "src/store/redis/redis_connection_queue.h"
+#include "src/util/mutex.h"
 #include "src/store/redis/redis_reply_reader.h"
 
 namespace sluice::internal {
@@ -191,7 +192,7 @@ class RedisConnection {
   absl::BitGen rng_;
 
   // Shared with submitting threads.
-  mutable RedisMutex mu_;
+  mutable Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_) = State::kConnecting;
   std::vector<Request> submitted_ ABSL_GUARDED_BY(mu_);
   // The I/O thread will look at submitted_ without being woken: a wake-up is posted, a write is

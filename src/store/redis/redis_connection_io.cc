@@ -33,7 +33,7 @@ void RedisConnection::Submit(RedisCommand command, std::chrono::milliseconds tim
   RedisClient::ReplyCallback rejected_done;
   bool wake = false;
   {
-    RedisLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (state_ == State::kBackoff) {
       rejected = NotConnectedError(command.name(), config_.endpoint, last_error_);
     } else if (state_ == State::kClosed) {
@@ -71,7 +71,7 @@ void RedisConnection::Submit(RedisCommand command, std::chrono::milliseconds tim
 void RedisConnection::OnWake() {
   TimePoint earliest;
   {
-    RedisLock lock(&mu_);
+    MutexLock lock(&mu_);
     wake_posted_ = false;
     earliest = submitted_earliest_;
   }
@@ -85,7 +85,7 @@ void RedisConnection::OnWake() {
 void RedisConnection::TryWrite() {
   if (closing_ || writing_ || !established_) return;
   {
-    RedisLock lock(&mu_);
+    MutexLock lock(&mu_);
     batch_.swap(submitted_);
     flush_pending_ = false;
     submitted_earliest_ = TimePoint::max();
@@ -195,7 +195,7 @@ void RedisConnection::ArmDeadlineTimer(TimePoint at) {
   if (at >= deadline_timer_at_) return;
   deadline_timer_at_ = at;
   {
-    RedisLock lock(&mu_);
+    MutexLock lock(&mu_);
     timer_at_ = at;
   }
   deadline_timer_.expires_at(at);
@@ -212,7 +212,7 @@ void RedisConnection::OnDeadlineTimer() {
   std::vector<Request> expired;
   TimePoint next = TimePoint::max();
   {
-    RedisLock lock(&mu_);
+    MutexLock lock(&mu_);
     timer_at_ = TimePoint::max();
     if (submitted_earliest_ <= now) {
       size_t kept = 0;
@@ -274,7 +274,7 @@ void RedisConnection::AddStats(RedisClientStats& stats) const {
   stats.in_flight += in_flight_.load(std::memory_order_relaxed);
   stats.connections += 1;
   stats.connections_ready += ready() ? 1 : 0;
-  RedisLock lock(&mu_);
+  MutexLock lock(&mu_);
   stats.queued += submitted_.size();
 }
 

@@ -4,22 +4,12 @@
 // unlike std::deque it allocates nothing in steady state, as slots are reused when commands are
 // written and answered, which matters at hundreds of thousands of commands per second.
 // Thread safety: not thread-safe; owned by one connection's I/O thread.
-//
-// RedisMutex: a std::mutex carrying Abseil's thread-safety annotations, guarding the submission
-// queue. Not absl::Mutex, because Debian's Abseil is built without NDEBUG (every Lock() pays for
-// the deadlock detector's global bookkeeping, on the per-command path here) and without
-// ThreadSanitizer (TSan cannot see its synchronisation and reports every guarded access as a
-// race). glibc's mutex has neither problem and TSan intercepts it.
-// Thread safety: a mutex.
 #ifndef SLUICE_STORE_REDIS_REDIS_CONNECTION_QUEUE_H_
 #define SLUICE_STORE_REDIS_REDIS_CONNECTION_QUEUE_H_
 
 #include <cstddef>
-#include <mutex>
 #include <utility>
 #include <vector>
-
-#include "absl/base/thread_annotations.h"
 
 namespace sluice::internal {
 
@@ -68,34 +58,6 @@ class RequestRing {
   std::vector<T> slots_;  // Size is zero or a power of two.
   size_t head_ = 0;
   size_t size_ = 0;
-};
-
-class ABSL_LOCKABLE RedisMutex {
- public:
-  RedisMutex() = default;
-  RedisMutex(const RedisMutex&) = delete;
-  RedisMutex& operator=(const RedisMutex&) = delete;
-
-  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
-  void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
-  // BasicLockable, for std::condition_variable_any.
-  void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
-  void unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
-
- private:
-  std::mutex mu_;
-};
-
-// Holds a RedisMutex for its scope, as absl::MutexLock does.
-class ABSL_SCOPED_LOCKABLE RedisLock {
- public:
-  explicit RedisLock(RedisMutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) { mu_->Lock(); }
-  RedisLock(const RedisLock&) = delete;
-  RedisLock& operator=(const RedisLock&) = delete;
-  ~RedisLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
-
- private:
-  RedisMutex* const mu_;
 };
 
 }  // namespace sluice::internal

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The sluiced benchmark: sluiced over gRPC and HTTP /json, on the memory store and on Redis, beside
+# the library-direct RedisStore figure, redis-benchmark's EVALSHA ceiling and rate-limiter-flexible,
+# all measured in one run against one redis-server (only same-run ratios mean anything here).
+#
+#   bench/sluiced_bench.sh [BUILD_DIR]     (a Release build with benchmarks; redis-server)
+#
+# Load generator, sluiced and Redis share the machine's 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${1:-build}
+SECS=${SECONDS_PER_RUN:-8}
+INFLIGHT=${INFLIGHT:-64}
+PEER_DIR=${SLUICE_PEER_BENCH:-../shared/peer-bench}
+SLUICED="$BUILD_DIR/src/server/sluiced"
+LOAD="$BUILD_DIR/bench/rls_load"
+STORE_LOAD="$BUILD_DIR/bench/redis_store_load"
+for b in "$SLUICED" "$LOAD" "$STORE_LOAD"; do [ -x "$b" ] || { echo "build $b first"; exit 1; }; done
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+RPORT=$(free_port)
+redis-server --port "$RPORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" \
+  --daemonize no --loglevel warning >"$WORK/redis.log" 2>&1 &
+REDIS_PID=$!
+PIDS+=($REDIS_PID)
+for _ in $(seq 50); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+start_sluiced() {  # store -> sets HTTP_PORT GRPC_PORT SLUICED_PID
+  HTTP_PORT=$(free_port); GRPC_PORT=$(free_port)
+  "$SLUICED" --config bench/config --store "$1" --http "127.0.0.1:$HTTP_PORT" \
+    --grpc "127.0.0.1:$GRPC_PORT" --log-level warn --drain-ms 0 >"$WORK/sluiced.log" 2>&1 &
+  SLUICED_PID=$!
+  PIDS+=($SLUICED_PID)
+  for _ in $(seq 100); do
+    curl -sf "http://127.0.0.1:$HTTP_PORT/healthcheck" >/dev/null 2>&1 && return 0; sleep 0.1
+  done
+  echo "sluiced did not start:"; cat "$WORK/sluiced.log"; exit 1
+}
+rate() { sed 's/.*"decisions_per_s":\([0-9.]*\).*/\1/'; }
+
+echo "# $(nproc) cores; redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'); $SECS s per run; $INFLIGHT in flight"
+SHA=$(redis-cli -p "$RPORT" SCRIPT LOAD "$("$STORE_LOAD" --print-script)")
+redis-cli -p "$RPORT" FLUSHALL >/dev/null
+CEIL=$(redis-benchmark -p "$RPORT" -c 50 -P 16 -n 1000000 -r 10000 --csv \
+  EVALSHA "$SHA" 1 "sluice:{bench:k__rand_int__}:fixed_window" fixed_window 1000000000 60000000 1000000000 1 |
+  tail -1 | cut -d, -f2 | tr -d '"')
+echo "ceiling     redis-benchmark EVALSHA fixed_window -c 50 -P 16: $CEIL decisions/s"
+
+redis-cli -p "$RPORT" FLUSHALL >/dev/null
+LIB=$("$STORE_LOAD" --url "redis://127.0.0.1:$RPORT" --algorithm fixed_window --inflight 256 --seconds "$SECS")
+echo "library     RedisStore direct, 256 in flight: $LIB"
+
+start_sluiced memory
+for mode in grpc http; do
+  port=$GRPC_PORT; [ $mode = http ] && port=$HTTP_PORT
+  out=$("$LOAD" --target "127.0.0.1:$port" --mode $mode --inflight "$INFLIGHT" --seconds "$SECS" --domain bench --key user)
+  echo "sluiced     memory $mode: $out"
+done
+kill "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null || true
+
+redis-cli -p "$RPORT" FLUSHALL >/dev/null
+start_sluiced "redis://127.0.0.1:$RPORT"
+for mode in grpc http; do
+  port=$GRPC_PORT; [ $mode = http ] && port=$HTTP_PORT
+  out=$("$LOAD" --target "127.0.0.1:$port" --mode $mode --inflight "$INFLIGHT" --seconds "$SECS" --domain bench --key user)
+  r=$(echo "$out" | rate)
+  echo "sluiced     redis $mode: $out  ratio_to_ceiling=$(python3 -c "print(f'{$r/$CEIL:.2f}')")"
+  [ $mode = grpc ] && GRPC_RATE=$r
+done
+kill "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null || true
+
+if command -v node >/dev/null && command -v npm >/dev/null && [ -d "$PEER_DIR" ]; then
+  PEER=$(mktemp -d); cp -r "$PEER_DIR"/. "$PEER"
+  if (cd "$PEER" && npm install --silent --no-audit --no-fund >/dev/null 2>&1); then
+    redis-cli -p "$RPORT" FLUSHALL >/dev/null
+    out=$(cd "$PEER" && REDIS_PORT=$RPORT REDIS_PID=$REDIS_PID node bench.js rlflx-redis 50 "$SECS")
+    r=$(echo "$out" | sed 's/.*"decisions_per_s":\([0-9.]*\).*/\1/; s/.*"decisionsPerSec":\([0-9.]*\).*/\1/')
+    echo "peer        rate-limiter-flexible RateLimiterRedis, 50 in flight: $out"
+    python3 -c "print(f'sluiced-redis-grpc / rlflx = {$GRPC_RATE/$r:.2f}')" 2>/dev/null || true
+  fi
+  rm -rf "$PEER"
+fi
