@@ -24,11 +24,14 @@
 #define SLUICE_ASSIGN_OR_RETURN(lhs, rexpr) \
   SLUICE_ASSIGN_OR_RETURN_IMPL_(SLUICE_STATUS_CONCAT_(sluice_statusor_, __LINE__), lhs, rexpr)
 
+// `statusor` and `lhs` name a variable and a declaration, which parentheses would break.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define SLUICE_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \
   auto statusor = (rexpr);                                  \
   if (!statusor.ok()) {                                     \
     return std::move(statusor).status();                    \
   }                                                         \
   lhs = *std::move(statusor)
+// NOLINTEND(bugprone-macro-parentheses)
 
 #endif  // SLUICE_STATUS_MACROS_H_

@@ -300,7 +300,7 @@ void RateLimitService::ShouldRateLimit(const RateLimitRequest& request, Callback
 
   const int calls = (call->enforced_checks.empty() ? 0 : 1) + (call->shadow_checks.empty() ? 0 : 1);
   if (calls == 0) {
-    Finish(std::move(call));
+    Finish(call);
     return;
   }
   call->pending.store(calls);
@@ -340,7 +340,7 @@ void RateLimitService::ShouldRateLimit(const RateLimitRequest& request, Callback
   }
 }
 
-void RateLimitService::Finish(std::shared_ptr<Call> call) {
+void RateLimitService::Finish(const std::shared_ptr<Call>& call) {
   {
     internal::MutexLock lock(&call->mu);
     if (!call->error.ok()) {

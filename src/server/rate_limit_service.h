@@ -72,7 +72,7 @@ class RateLimitService {
 
  private:
   struct Call;
-  void Finish(std::shared_ptr<Call> call);
+  void Finish(const std::shared_ptr<Call>& call);
 
   Store& store_;
   Metrics& metrics_;

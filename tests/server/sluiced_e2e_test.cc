@@ -9,6 +9,9 @@
 #include <memory>
 #include <string>
 
+#include <grpcpp/grpcpp.h>
+
+#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/child_process.h"
@@ -54,6 +57,7 @@ class TempDir {
 struct Sluiced {
   std::unique_ptr<ChildProcess> process;
   int http_port = 0;
+  int grpc_port = 0;
 };
 
 Sluiced StartSluiced(const std::filesystem::path& config, const std::string& store,
@@ -61,6 +65,7 @@ Sluiced StartSluiced(const std::filesystem::path& config, const std::string& sto
   Sluiced s;
   s.http_port = *FreeLoopbackPort();
   const int grpc_port = *FreeLoopbackPort();
+  s.grpc_port = grpc_port;
   auto p = ChildProcess::Start({SLUICED_PATH, "--config", config.string(), "--store", store,
                                 "--http", "127.0.0.1:" + std::to_string(s.http_port), "--grpc",
                                 "127.0.0.1:" + std::to_string(grpc_port), "--config-poll-ms", "50",
@@ -77,6 +82,24 @@ Sluiced StartSluiced(const std::filesystem::path& config, const std::string& sto
       10'000))
       << "sluiced did not become healthy; log: " << log;
   return s;
+}
+
+// Asks over gRPC, as Envoy does; returns 200 for OK, 429 for OVER_LIMIT, -1 on a gRPC error.
+int GrpcStatus(int port) {
+  auto stub = envoy::service::ratelimit::v3::RateLimitService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  envoy::service::ratelimit::v3::RateLimitRequest request;
+  request.set_domain("e2e");
+  auto* entry = request.add_descriptors()->add_entries();
+  entry->set_key("user");
+  entry->set_value("alice");
+  envoy::service::ratelimit::v3::RateLimitResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (!stub->ShouldRateLimit(&context, request, &response).ok()) return -1;
+  return response.overall_code() == envoy::service::ratelimit::v3::RateLimitResponse::OVER_LIMIT
+             ? 429
+             : 200;
 }
 
 int PostStatus(int port) {
@@ -139,7 +162,8 @@ TEST(SluicedE2e, SigtermTurnsHealthUnhealthyAndExitsCleanly) {
   EXPECT_EQ(s.process->Wait(10'000), 0);
 }
 
-// Verifies two instances sharing one Redis admit exactly the limit between them.
+// Verifies two instances sharing one Redis admit exactly the limit between them, one asked over
+// HTTP and the other over gRPC.
 TEST(SluicedE2e, TwoInstancesShareOneLimitThroughRedis) {
   auto redis = RedisServer::Start();
   ASSERT_TRUE(redis.ok()) << redis.status();
@@ -149,7 +173,7 @@ TEST(SluicedE2e, TwoInstancesShareOneLimitThroughRedis) {
   Sluiced b = StartSluiced(dir.path(), (*redis)->Url(), (dir.path() / "b.log").string());
   int admitted = 0;
   for (int i = 0; i < 30; ++i) {
-    const int status = PostStatus(i % 2 == 0 ? a.http_port : b.http_port);
+    const int status = i % 2 == 0 ? PostStatus(a.http_port) : GrpcStatus(b.grpc_port);
     ASSERT_TRUE(status == 200 || status == 429) << status;
     admitted += status == 200 ? 1 : 0;
   }
