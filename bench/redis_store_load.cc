@@ -1,14 +1,15 @@
 // redis_store_load: decisions per second through sluice's RedisStore, with N checks in flight.
 //
-//   redis_store_load --url redis://127.0.0.1:6390 --algorithm fixed_window --inflight 256 --seconds 10
-//   redis_store_load --print-script    # the production check script, for SCRIPT LOAD and
-//                                      # redis-benchmark's EVALSHA ceiling (bench/redis_bench.sh)
+//   redis_store_load --url redis://127.0.0.1:6390 --algorithm fixed_window --inflight 256 --seconds
+//   10 redis_store_load --print-script --algorithm gcra   # the production check script of that
+//                                      # algorithm, for SCRIPT LOAD and redis-benchmark's EVALSHA
+//                                      # ceiling (bench/redis_bench.sh)
 //
 // Keeps --inflight CheckAsync calls outstanding on 10k uniform random keys (re-issuing from each
 // completion) for --seconds, then prints one JSON line: decisions/s, allowed/denied/errors, and
-// p50/p99/p999 latency in microseconds. The limit is high (1e7 per 60 s per key; the peer uses 1e9, beyond GCRA's exact range),
-// so every script runs its full allow path. Loopback only; runs at most 120 s.
-#include <CLI/CLI.hpp>
+// p50/p99/p999 latency in microseconds. The limit is high (1e7 per 60 s per key; the peer uses 1e9,
+// beyond GCRA's exact range), so every script runs its full allow path. Loopback only; runs at most
+// 120 s.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -21,7 +22,10 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include <CLI/CLI.hpp>
+
 #include "sluice/redis_store.h"
+
 #include "src/store/redis/lua_scripts.h"
 
 namespace {
@@ -83,16 +87,17 @@ int main(int argc, char** argv) {
   app.add_option("--inflight", inflight)->capture_default_str();
   app.add_option("--seconds", seconds)->capture_default_str();
   app.add_option("--keys", keys)->capture_default_str();
-  app.add_flag("--print-script", print_script, "Print the production check script and exit");
+  app.add_flag("--print-script", print_script,
+               "Print the production check script of --algorithm and exit");
   CLI11_PARSE(app, argc, argv);
-  if (print_script) {
-    std::cout << sluice::CheckScript().text;
-    return 0;
-  }
   auto algo = sluice::ParseAlgorithm(algorithm);
   if (!algo.ok()) {
     std::cerr << algo.status() << "\n";
     return 2;
+  }
+  if (print_script) {
+    std::cout << sluice::CheckScript(*algo).text;
+    return 0;
   }
   auto store = sluice::RedisStore::Create({.url = url, .command_timeout = std::chrono::seconds(2)});
   if (!store.ok() || !(*store)->WaitForConnection(std::chrono::seconds(5)).ok()) {
@@ -101,7 +106,10 @@ int main(int argc, char** argv) {
   }
   Run run;
   run.store = store->get();
-  run.limit = sluice::Limit{.algorithm = *algo, .limit = 10'000'000, .period = std::chrono::seconds(60)};
+  // The sliding log keeps one entry per unit and accepts at most 100,000 per period
+  // (ValidateLimit).
+  const int64_t quota = *algo == sluice::Algorithm::kSlidingLog ? 100'000 : 10'000'000;
+  run.limit = sluice::Limit{.algorithm = *algo, .limit = quota, .period = std::chrono::seconds(60)};
   run.keys = std::max(1, keys);
   inflight = std::clamp(inflight, 1, 4096);
   const auto begin = Clock::now();

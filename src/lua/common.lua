@@ -4,7 +4,12 @@
 -- (docs/algorithms.md, "Exact arithmetic"). Two things would still lose exactness, and the helpers
 -- here avoid both: a division whose double quotient rounds across an integer (IDiv corrects it),
 -- and passing a number to redis.call, which formats it with '%.14g' and so drops digits above
--- 10^14 (Int formats it with '%d' instead).
+-- 10^14 (numbers are formatted with '%d' instead).
+--
+-- Cost: Redis runs a script's whole body on every EVALSHA, and each `local function` below is a
+-- closure created per call, so this piece keeps to the few helpers every script needs. Scripts
+-- use multiple return values and locals rather than tables wherever one call's data fits in a few
+-- numbers (docs/redis.md, "Cost per call").
 
 local kMaxLimit = 4294967295 -- 2^32 - 1
 local kMaxCost = 4294967296 -- 2^32
@@ -22,13 +27,8 @@ local function Fail(message)
 end
 
 -- Raised when a stored state cannot be parsed: a key of ours was written by someone else.
-local function FailState(key_index, field)
-  error({err = 'SLUICE_BADSTATE key ' .. key_index .. ': field ' .. field .. ' is not an integer'})
-end
-
--- Formats an exact integer for redis.call (see the file comment for why not tostring).
-local function Int(x)
-  return string.format('%d', x)
+local function FailState(key_index, what)
+  error({err = 'SLUICE_BADSTATE key ' .. key_index .. ': ' .. what .. ' is not an integer'})
 end
 
 -- floor(a / b) for integers 0 <= a < 2^53 and 0 < b < 2^53.
@@ -44,11 +44,6 @@ local function IDiv(a, b)
   return q
 end
 
--- a mod b for integers 0 <= a < 2^53 and 0 < b.
-local function IMod(a, b)
-  return a - IDiv(a, b) * b
-end
-
 -- ceil(a / b) for integers 0 <= a < 2^53 and 0 < b.
 local function CeilDiv(a, b)
   local q = IDiv(a, b)
@@ -56,13 +51,6 @@ local function CeilDiv(a, b)
     q = q + 1
   end
   return q
-end
-
-local function Max0(x)
-  if x < 0 then
-    return 0
-  end
-  return x
 end
 
 -- Parses a decimal integer in [lo, hi], or returns nil. Only digits are accepted: this refuses
@@ -80,14 +68,14 @@ local function ParseInt(text, lo, hi)
   return x
 end
 
--- Reads one integer field of a stored state; a missing field (false from HMGET) is 0.
-local function StateInt(value, key_index, field)
-  if not value then
-    return 0
-  end
-  local x = ParseInt(value, 0, kMaxTimeUs)
-  if x == nil then
-    FailState(key_index, field)
+-- A stored state is one string of decimal integers joined by ':' (docs/redis.md, "State
+-- encoding"); its fields are read with string.match and a pattern of '(%d+)' captures, so each is
+-- digits only, and these checks finish the job: a capture that is missing (the value has another
+-- shape) or beyond 2^53 - 1 (tonumber of 17 or more digits) is refused.
+local function StateInt(text, key_index)
+  local x = tonumber(text)
+  if x == nil or x > kMaxTimeUs then
+    FailState(key_index, 'stored state')
   end
   return x
 end

@@ -17,15 +17,18 @@
 -- Entries that no longer count (t <= now - period) are only removed when an admission writes the
 -- log, as the spec's state transition does: a denial or a peek writes nothing, and after a
 -- backward time step such entries count again, exactly as in the C++ implementation. Reads are
--- O(log N); an admission trims in O(log N + removed).
+-- O(log N); an admission trims in O(log N + removed). The rank of the oldest live entry, which
+-- only a denial's retry_after needs, is only counted then.
 
 local kSeqMember = '#'
 -- ZADD arguments per call: Lua's unpack is limited to about 8000 values.
 local kZaddChunk = 1000
 
-local SlidingLog = {}
-
-function SlidingLog.Load(key, key_index)
+-- Returns the state of the log at `key`: its sequence, and what this script has decided on it but
+-- not written yet. `pending` units were admitted in this script, all at `now`; `trim_horizon` is
+-- what their admissions drop when written and `max_period` the longest period among them (only
+-- check_all with a repeated key decides twice on one state before writing it).
+local function LoadSlidingLog(key, key_index)
   local seq = 0
   local has_seq = false
   local seq_score = redis.call('ZSCORE', key, kSeqMember)
@@ -37,30 +40,22 @@ function SlidingLog.Load(key, key_index)
     end
     has_seq = true
   end
-  -- `pending` units were decided in this script but are not written yet, all at `now`, and
-  -- `trim_horizon` is what their admissions drop when written (only check_all with a repeated key
-  -- decides twice on one state before writing it).
   return {key = key, key_index = key_index, seq = seq, has_seq = has_seq, pending = 0,
-    trim_horizon = nil}
+    trim_horizon = nil, max_period = 0}
 end
 
--- Returns the entries that count at `now` under `period`: {count, newest, live_min (the score
--- range's lower end), first_live_rank (the rank of the oldest of them)}. They are the stored
--- entries newer than the horizon that an earlier admission in this script has not dropped, plus
--- the pending ones.
-local function LiveEntries(st, now, period)
+-- Returns the entries that count at `now` under `period`: count, newest (nil when none), and the
+-- horizon and score range ('(' .. horizon, or '0') that bound them. They are the stored entries
+-- newer than the horizon that an earlier admission in this script has not dropped, plus the
+-- pending ones.
+local function SlidingLogLive(st, now, period)
   local horizon = now - period
   if st.trim_horizon ~= nil and st.trim_horizon > horizon then
     horizon = st.trim_horizon
   end
   local live_min = '0'
-  local first_live_rank = 0
-  if st.has_seq then
-    first_live_rank = 1
-  end
   if horizon >= 0 then
-    live_min = '(' .. Int(horizon)
-    first_live_rank = first_live_rank + redis.call('ZCOUNT', st.key, '0', Int(horizon))
+    live_min = '(' .. string.format('%d', horizon)
   end
   local stored = redis.call('ZCOUNT', st.key, live_min, '+inf')
   local newest = nil
@@ -75,17 +70,16 @@ local function LiveEntries(st, now, period)
   if st.pending > 0 and (newest == nil or newest < now) then
     newest = now
   end
-  return {count = stored + st.pending, newest = newest, live_min = live_min,
-    first_live_rank = first_live_rank}
+  return stored + st.pending, newest, horizon, live_min
 end
 
--- Returns the time of the k-th oldest live entry (1 <= k <= live.count).
-local function KthOldest(st, live, k, now)
+-- Returns the time of the k-th oldest live entry (1 <= k <= the live count).
+local function SlidingLogKthOldest(st, horizon, live_min, k, now)
   local index = k
   if st.pending > 0 then
     -- Live stored entries at or before `now` come first, then the pending ones (all at `now`),
     -- then stored entries after `now` (there are some only when time went backwards).
-    local before = redis.call('ZCOUNT', st.key, live.live_min, Int(now))
+    local before = redis.call('ZCOUNT', st.key, live_min, string.format('%d', now))
     if k > before then
       if k <= before + st.pending then
         return now
@@ -93,7 +87,14 @@ local function KthOldest(st, live, k, now)
       index = k - st.pending
     end
   end
-  local rank = live.first_live_rank + index - 1
+  -- Ranks: '#' (if any) first, then the entries that no longer count, then the live ones.
+  local rank = index - 1
+  if st.has_seq then
+    rank = rank + 1
+  end
+  if horizon >= 0 then
+    rank = rank + redis.call('ZCOUNT', st.key, '0', string.format('%d', horizon))
+  end
   local entry = redis.call('ZRANGE', st.key, rank, rank, 'WITHSCORES')
   local t = ParseInt(entry[2], 0, kMaxTimeUs)
   if t == nil then
@@ -102,61 +103,65 @@ local function KthOldest(st, live, k, now)
   return t
 end
 
-function SlidingLog.Decide(lim, st, now, cost)
-  local limit, period = lim.limit, lim.period
-  local live = LiveEntries(st, now, period)
-  local count = live.count
+-- Decides `cost` at `now` against the log `st`. Returns allowed (1|0), remaining, reset_after and
+-- retry_after; an admission with cost > 0 is recorded in `st` (pending), to be written by Save.
+local function DecideSlidingLog(limit, period, st, now, cost)
+  local count, newest, horizon, live_min = SlidingLogLive(st, now, period)
   local reset_after = 0
   if count > 0 then
-    reset_after = live.newest + period - now
+    reset_after = newest + period - now
+  end
+  local remaining = limit - count
+  if remaining < 0 then
+    remaining = 0
   end
   if cost > limit then
-    return {0, limit, Max0(limit - count), reset_after, -1}
+    return 0, remaining, reset_after, -1
   end
   -- A peek is always allowed, even when a log written under a larger limit holds more.
-  if cost == 0 or count + cost <= limit then
-    if cost > 0 then
-      st.pending = st.pending + cost
-      st.lim = lim
-      st.dirty = true
-      if st.max_period == nil or st.max_period < period then
-        st.max_period = period
-      end
-      -- The admission drops the entries that no longer count, as the spec's transition does.
-      if st.trim_horizon == nil or st.trim_horizon < now - period then
-        st.trim_horizon = now - period
-      end
-      local newest = live.newest
-      if newest == nil or newest < now then
-        newest = now
-      end
-      reset_after = newest + period - now
+  if cost == 0 then
+    return 1, remaining, reset_after, 0
+  end
+  if count + cost <= limit then
+    st.pending = st.pending + cost
+    if st.max_period < period then
+      st.max_period = period
     end
-    return {1, limit, Max0(limit - count - cost), reset_after, 0}
+    -- The admission drops the entries that no longer count, as the spec's transition does.
+    if st.trim_horizon == nil or st.trim_horizon < now - period then
+      st.trim_horizon = now - period
+    end
+    if newest == nil or newest < now then
+      newest = now
+    end
+    return 1, limit - count - cost, newest + period - now, 0
   end
   -- The k-th oldest entry must leave; 1 <= k <= count because cost <= limit < count + cost.
   local k = count + cost - limit
-  return {0, limit, Max0(limit - count), reset_after, KthOldest(st, live, k, now) + period - now}
+  local oldest = SlidingLogKthOldest(st, horizon, live_min, k, now)
+  return 0, remaining, reset_after, oldest + period - now
 end
 
-function SlidingLog.Save(key, st, now)
+-- Writes the pending entries (and the sequence, in the same ZADD) and the expiry.
+local function SaveSlidingLog(key, st, now)
   if st.trim_horizon >= 0 then
-    redis.call('ZREMRANGEBYSCORE', key, '0', Int(st.trim_horizon))
+    redis.call('ZREMRANGEBYSCORE', key, '0', string.format('%d', st.trim_horizon))
   end
-  local score = Int(now)
+  local score = string.format('%d', now)
   local args = {}
+  local n = 0
   for i = 1, st.pending do
-    args[#args + 1] = score
-    args[#args + 1] = Int(st.seq + i)
-    if #args >= 2 * kZaddChunk then
-      redis.call('ZADD', key, unpack(args))
-      args = {}
+    args[n + 1] = score
+    args[n + 2] = string.format('%d', st.seq + i)
+    n = n + 2
+    if n >= 2 * kZaddChunk then
+      redis.call('ZADD', key, unpack(args, 1, n))
+      n = 0
     end
   end
-  if #args > 0 then
-    redis.call('ZADD', key, unpack(args))
-  end
-  redis.call('ZADD', key, Int(-(st.seq + st.pending)), kSeqMember)
+  args[n + 1] = string.format('%d', -(st.seq + st.pending))
+  args[n + 2] = kSeqMember
+  redis.call('ZADD', key, unpack(args, 1, n + 2))
   -- Expiry: the newest entry (now, or later after a backward time step) plus the period (the
   -- longest of this script's admissions, when check_all names the key with several limits).
   local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')

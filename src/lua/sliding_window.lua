@@ -1,46 +1,56 @@
 -- sliding_window.lua: docs/algorithms.md, "sliding_window" (two-window weighted counter).
--- State: a hash {w = window start (us), cur = current count, prev = previous count}.
+-- State: the string 'w:cur:prev' (window start in us, current and previous count); no key =
+-- (0, 0, 0).
 
-local SlidingWindow = {}
-
-function SlidingWindow.Load(key, key_index)
-  local v = redis.call('HMGET', key, 'w', 'cur', 'prev')
-  return {
-    window_start = StateInt(v[1], key_index, 'w'),
-    current = StateInt(v[2], key_index, 'cur'),
-    previous = StateInt(v[3], key_index, 'prev'),
-  }
+local function LoadSlidingWindow(key, key_index)
+  local v = redis.call('GET', key)
+  if not v then
+    return 0, 0, 0
+  end
+  local w, cur, prev = string.match(v, '^(%d+):(%d+):(%d+)$')
+  return StateInt(w, key_index), StateInt(cur, key_index), StateInt(prev, key_index)
 end
 
-function SlidingWindow.Decide(lim, st, now, cost)
-  local limit, period = lim.limit, lim.period
+-- Decides `cost` at `now` against (window_start, current, previous). Returns allowed (1|0),
+-- remaining, reset_after, retry_after and the state after the decision, which differs from the
+-- one passed in only when the request was admitted with cost > 0.
+local function DecideSlidingWindow(limit, period, window_start, current, previous, now, cost)
   -- Counts recorded under a larger limit are capped, which keeps every product below 2^53.
-  local current, previous = math.min(st.current, limit), math.min(st.previous, limit)
+  local cur, prev = current, previous
+  if cur > limit then
+    cur = limit
+  end
+  if prev > limit then
+    prev = limit
+  end
   -- As for the fixed window, a backward time step keeps counting in the recorded window.
   local m = now
-  if st.window_start > m then
-    m = st.window_start
+  if window_start > m then
+    m = window_start
   end
-  local window = m - IMod(m, period)
-  -- Roll the state forward to that window.
-  if st.window_start >= window then
-    -- Same window: keep both counts.
-  elseif st.window_start >= window - period then
-    previous, current = current, 0
-  else
-    previous, current = 0, 0
+  local window = IDiv(m, period) * period
+  -- Roll the state forward to that window (same window: keep both counts).
+  if window_start < window then
+    if window_start >= window - period then
+      prev, cur = cur, 0
+    else
+      prev, cur = 0, 0
+    end
   end
   local period_ms = period / 1000 -- exact: the period is a whole number of ms
   local elapsed = now - window -- negative only when time went backwards
-  local elapsed_ms = IDiv(Max0(elapsed), 1000)
+  local elapsed_ms = 0
+  if elapsed > 0 then
+    elapsed_ms = IDiv(elapsed, 1000)
+  end
   local capacity_scaled = limit * period_ms -- <= 2^50 (checked with the arguments)
-  local previous_weight = previous * (period_ms - elapsed_ms)
+  local previous_weight = prev * (period_ms - elapsed_ms)
 
   local admitted = cost <= limit and
-    (cost == 0 or previous_weight + (current + cost) * period_ms <= capacity_scaled)
-  local current_after = current
+    (cost == 0 or previous_weight + (cur + cost) * period_ms <= capacity_scaled)
+  local current_after = cur
   if admitted then
-    current_after = current + cost
+    current_after = cur + cost
   end
   local remaining = 0
   local room = capacity_scaled - (previous_weight + current_after * period_ms)
@@ -50,43 +60,40 @@ function SlidingWindow.Decide(lim, st, now, cost)
   local reset_after = 0
   if current_after > 0 then
     reset_after = 2 * period - elapsed
-  elseif previous > 0 then
+  elseif prev > 0 then
     reset_after = period - elapsed
   end
 
   if admitted then
     if cost > 0 then
-      st.window_start = window
-      st.current = current_after
-      st.previous = previous
-      st.lim = lim
-      st.dirty = true
+      return 1, remaining, reset_after, 0, window, current_after, prev
     end
-    return {1, limit, remaining, reset_after, 0}
+    return 1, remaining, reset_after, 0, window_start, current, previous
   end
   if cost > limit then
-    return {0, limit, remaining, reset_after, -1}
+    return 0, remaining, reset_after, -1, window_start, current, previous
   end
   -- 1. Later in this window, as the previous window's weight decays by whole ms.
-  if current + cost <= limit and previous > 0 then
-    local t_ms = period_ms - IDiv((limit - current - cost) * period_ms, previous)
+  if cur + cost <= limit and prev > 0 then
+    local t_ms = period_ms - IDiv((limit - cur - cost) * period_ms, prev)
     if t_ms < period_ms then
-      return {0, limit, remaining, reset_after, t_ms * 1000 - elapsed}
+      return 0, remaining, reset_after, t_ms * 1000 - elapsed, window_start, current, previous
     end
   end
   -- 2. In the next window, where previous = current and current = 0. t_ms is 0 (admitted at the
   -- window's start) when step 1 failed only because its t_ms reached period_ms.
   local retry_after = period - elapsed
-  if current > 0 then
-    local t_ms = Max0(period_ms - IDiv((limit - cost) * period_ms, current))
-    retry_after = retry_after + t_ms * 1000
+  if cur > 0 then
+    local t_ms = period_ms - IDiv((limit - cost) * period_ms, cur)
+    if t_ms > 0 then
+      retry_after = retry_after + t_ms * 1000
+    end
   end
-  return {0, limit, remaining, reset_after, retry_after}
+  return 0, remaining, reset_after, retry_after, window_start, current, previous
 end
 
-function SlidingWindow.Save(key, st, now)
-  redis.call('HSET', key, 'w', Int(st.window_start), 'cur', Int(st.current), 'prev',
-    Int(st.previous))
-  -- now + reset_after: the end of the window after the recorded one.
-  SetExpiry(key, st.window_start + 2 * st.lim.period, now)
+-- now + reset_after: the end of the window after the recorded one, W + 2P.
+local function SaveSlidingWindow(key, window_start, current, previous, period, now)
+  SetState(key, string.format('%d:%d:%d', window_start, current, previous),
+    window_start + 2 * period, now)
 end

@@ -12,9 +12,15 @@ local function NowMicros()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- Makes `key` expire when its state becomes equivalent to no state, at `expiry_us` rounded up to
--- the millisecond, so a key never lives shorter than its state matters. The absolute form cannot
--- extend a window: the expiry is a function of the state, not of when the last write happened.
+-- Writes a string state and its expiry in one command: `key` expires when its state becomes
+-- equivalent to no state, at `expiry_us` rounded up to the millisecond, so a key never lives
+-- shorter than its state matters. The absolute form cannot extend a window: the expiry is a
+-- function of the state, not of when the last write happened. (SET ... PXAT needs Redis 6.2.)
+local function SetState(key, value, expiry_us, now_us)
+  redis.call('SET', key, value, 'PXAT', string.format('%d', CeilDiv(expiry_us, 1000)))
+end
+
+-- The same expiry for a key written by other commands (the sliding log's sorted set).
 local function SetExpiry(key, expiry_us, now_us)
-  redis.call('PEXPIREAT', key, Int(CeilDiv(expiry_us, 1000)))
+  redis.call('PEXPIREAT', key, string.format('%d', CeilDiv(expiry_us, 1000)))
 end

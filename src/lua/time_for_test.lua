@@ -13,13 +13,19 @@ local function NowMicros()
   return now
 end
 
--- Test time is unrelated to the server's clock, so an absolute PEXPIREAT would delete the key at
+-- Test time is unrelated to the server's clock, so an absolute PXAT would delete the key at
 -- once. The key gets the spec's lifetime relative to the server's clock instead, plus a slack
 -- that keeps it alive while a test replays a sequence slower than its fake time passes. Keeping a
 -- state past its expiry cannot change a decision: after its expiry a state is equivalent to no
 -- state (docs/algorithms.md). The production TTLs are tested against the production scripts.
 local kExpirySlackMsForTest = 3600000
 
+local function SetState(key, value, expiry_us, now_us)
+  redis.call('SET', key, value, 'PX',
+    string.format('%d', CeilDiv(expiry_us - now_us, 1000) + kExpirySlackMsForTest))
+end
+
 local function SetExpiry(key, expiry_us, now_us)
-  redis.call('PEXPIRE', key, Int(CeilDiv(expiry_us - now_us, 1000) + kExpirySlackMsForTest))
+  redis.call('PEXPIRE', key,
+    string.format('%d', CeilDiv(expiry_us - now_us, 1000) + kExpirySlackMsForTest))
 end

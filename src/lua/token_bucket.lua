@@ -1,64 +1,66 @@
 -- token_bucket.lua: docs/algorithms.md, "token_bucket".
--- State: a hash {d = deficit (tokens missing from a full bucket, scaled by the period in us),
--- u = when the deficit was true (us)}.
+-- State: the string 'd:u': the deficit (tokens missing from a full bucket, scaled by the period
+-- in us) and when it was true (us); no key = (0, 0), a full bucket.
 
-local TokenBucket = {}
-
-function TokenBucket.Load(key, key_index)
-  local v = redis.call('HMGET', key, 'd', 'u')
-  return {
-    deficit = StateInt(v[1], key_index, 'd'),
-    updated = StateInt(v[2], key_index, 'u'),
-  }
+local function LoadTokenBucket(key, key_index)
+  local v = redis.call('GET', key)
+  if not v then
+    return 0, 0
+  end
+  local d, u = string.match(v, '^(%d+):(%d+)$')
+  return StateInt(d, key_index), StateInt(u, key_index)
 end
 
-function TokenBucket.Decide(lim, st, now, cost)
-  local rate, burst, period = lim.limit, lim.capacity, lim.period
+-- Decides `cost` at `now` against (deficit, updated). Returns allowed (1|0), remaining,
+-- reset_after, retry_after and the state after the decision, which differs from the one passed in
+-- only when the request was admitted with cost > 0.
+local function DecideTokenBucket(rate, burst, period, deficit, updated, now, cost)
   -- t = max(now, updated): while the clock is behind `updated` (it stepped back) the bucket does
   -- not refill, and every wait starts at t, lag after now.
   local t = now
-  if st.updated > t then
-    t = st.updated
+  if updated > t then
+    t = updated
   end
   local lag = t - now
   -- Refill. Comparing with ceil(deficit / rate) first keeps elapsed * rate below 2^53.
-  local deficit = st.deficit
-  local elapsed = t - st.updated
-  if deficit > 0 then
-    if elapsed >= CeilDiv(deficit, rate) then
-      deficit = 0
+  local d = deficit
+  if d > 0 then
+    local elapsed = t - updated
+    if elapsed >= CeilDiv(d, rate) then
+      d = 0
     else
-      deficit = deficit - elapsed * rate
+      d = d - elapsed * rate
     end
   end
   local full = burst * period -- <= 2^50 (checked with the arguments)
-  -- Time until the bucket is full again with `d` missing.
-  local function ResetAfter(d)
-    if d == 0 then
-      return 0
+  -- The deficit the decision reports on: after the admission when admitted, else the current one.
+  local allowed, retry_after = 0, -1
+  if cost <= burst then
+    local needed = d + cost * period
+    -- A peek is always allowed, even when a state written under a smaller burst is over it.
+    if cost == 0 or needed <= full then
+      allowed, retry_after = 1, 0
+      d = needed
+      if cost > 0 then
+        deficit, updated = needed, t
+      end
+    else
+      retry_after = lag + CeilDiv(needed - full, rate)
     end
-    return lag + CeilDiv(d, rate)
   end
-  if cost > burst then
-    return {0, burst, IDiv(Max0(full - deficit), period), ResetAfter(deficit), -1}
+  local remaining = 0
+  if full > d then
+    remaining = IDiv(full - d, period)
   end
-  local needed = deficit + cost * period
-  -- A peek is always allowed, even when a state written under a smaller burst is over it.
-  if cost == 0 or needed <= full then
-    if cost > 0 then
-      st.deficit = needed
-      st.updated = t
-      st.lim = lim
-      st.dirty = true
-    end
-    return {1, burst, IDiv(Max0(full - needed), period), ResetAfter(needed), 0}
+  -- Time until the bucket is full again.
+  local reset_after = 0
+  if d > 0 then
+    reset_after = lag + CeilDiv(d, rate)
   end
-  return {0, burst, IDiv(Max0(full - deficit), period), ResetAfter(deficit),
-    lag + CeilDiv(needed - full, rate)}
+  return allowed, remaining, reset_after, retry_after, deficit, updated
 end
 
-function TokenBucket.Save(key, st, now)
-  redis.call('HSET', key, 'd', Int(st.deficit), 'u', Int(st.updated))
-  -- The bucket is full again ceil(deficit / rate) after `updated`: now + reset_after.
-  SetExpiry(key, st.updated + CeilDiv(st.deficit, st.lim.limit), now)
+-- The bucket is full again ceil(deficit / rate) after `updated`: now + reset_after.
+local function SaveTokenBucket(key, deficit, updated, rate, now)
+  SetState(key, string.format('%d:%d', deficit, updated), updated + CeilDiv(deficit, rate), now)
 end

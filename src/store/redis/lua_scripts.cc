@@ -12,7 +12,11 @@
 namespace sluice {
 namespace internal {
 // Defined by the sources that lua_scripts.cmake generates.
-extern const std::string_view kCheckLua;
+extern const std::string_view kCheckFixedWindowLua;
+extern const std::string_view kCheckSlidingWindowLua;
+extern const std::string_view kCheckSlidingLogLua;
+extern const std::string_view kCheckTokenBucketLua;
+extern const std::string_view kCheckGcraLua;
 extern const std::string_view kCheckAllLua;
 }  // namespace internal
 
@@ -117,15 +121,33 @@ LuaScript MakeLuaScript(std::string name, std::string_view text) {
   return LuaScript{.name = std::move(name), .text = text, .sha1 = Sha1Hex(text)};
 }
 
-const LuaScript& CheckScript() {
-  static const LuaScript* const script = new LuaScript(MakeLuaScript("check", internal::kCheckLua));
-  return *script;
+const LuaScript& CheckScript(Algorithm algorithm) {
+  // Indexed by the enum's value, in its order (lua_scripts.cmake composes them in the same order).
+  static const std::array<const LuaScript*, kAlgorithmCount>* const scripts =
+      new std::array<const LuaScript*, kAlgorithmCount>{
+          new LuaScript(MakeLuaScript("check_fixed_window", internal::kCheckFixedWindowLua)),
+          new LuaScript(MakeLuaScript("check_sliding_window", internal::kCheckSlidingWindowLua)),
+          new LuaScript(MakeLuaScript("check_sliding_log", internal::kCheckSlidingLogLua)),
+          new LuaScript(MakeLuaScript("check_token_bucket", internal::kCheckTokenBucketLua)),
+          new LuaScript(MakeLuaScript("check_gcra", internal::kCheckGcraLua)),
+      };
+  return *(*scripts)[static_cast<size_t>(algorithm)];
 }
+
+const LuaScript& CheckScript() { return CheckScript(Algorithm::kFixedWindow); }
 
 const LuaScript& CheckAllScript() {
   static const LuaScript* const script =
       new LuaScript(MakeLuaScript("check_all", internal::kCheckAllLua));
   return *script;
+}
+
+std::span<const LuaScript* const> ProductionScripts() {
+  static const std::array<const LuaScript*, kAlgorithmCount + 1> scripts = {
+      &CheckScript(Algorithm::kFixedWindow), &CheckScript(Algorithm::kSlidingWindow),
+      &CheckScript(Algorithm::kSlidingLog),  &CheckScript(Algorithm::kTokenBucket),
+      &CheckScript(Algorithm::kGcra),        &CheckAllScript()};
+  return scripts;
 }
 
 }  // namespace sluice

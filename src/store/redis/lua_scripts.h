@@ -1,14 +1,15 @@
 // The Lua scripts of the Redis store, composed at build time from src/lua/*.lua (see
 // lua_scripts.cmake) and named by the SHA1 that EVALSHA uses, computed here once.
 //
-//   check       KEYS = {state key}; ARGV = {algorithm, limit, period_us, capacity, cost}
+//   check_<algorithm>  one script per algorithm, holding only that algorithm's code
+//               KEYS = {state key}; ARGV = {algorithm, limit, period_us, capacity, cost}
 //               -> {allowed (1|0), limit, remaining, reset_after_us, retry_after_us}
-//   check_all   KEYS = n state keys; ARGV = 5 arguments per key, in order
+//   check_all   every algorithm; KEYS = n state keys; ARGV = 5 arguments per key, in order
 //               -> {all_allowed (1|0), then the 5 decision integers per key}
 // docs/redis.md describes the layout and the rules every script follows.
 //
 // Example:
-//   const LuaScript& script = CheckScript();
+//   const LuaScript& script = CheckScript(Algorithm::kGcra);
 //   runner.Run(script, {key}, {"gcra", "100", "60000000", "20", "1"}, callback);
 //
 // Thread safety: the scripts are immutable and built on first use (thread-safe static init).
@@ -17,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,7 +35,7 @@ namespace sluice {
 
 // A script as Redis knows it: the text SCRIPT LOAD sends and the SHA1 EVALSHA names it by.
 struct LuaScript {
-  // For error messages: "check", "check_all".
+  // For error messages: "check_gcra", "check_all".
   std::string name;
   std::string_view text;
   // 40 lowercase hex digits, as SCRIPT LOAD returns it.
@@ -51,8 +53,21 @@ inline constexpr std::string_view kScriptBadArgumentCode = "SLUICE_BADARG";
 
 // CheckScript()
 //
-// Returns the single-check script, which takes `now` from Redis TIME.
+// Returns the single-check script of `algorithm`, which takes `now` from Redis TIME. Each
+// algorithm has its own script, so an EVALSHA runs only the code its check needs (docs/redis.md,
+// "Cost per call"); the script still receives the algorithm's name and refuses any other.
+const LuaScript& CheckScript(Algorithm algorithm);
+
+// CheckScript()
+//
+// Returns CheckScript(Algorithm::kFixedWindow): for callers that need some production script
+// rather than a particular decision (preloading tests).
 const LuaScript& CheckScript();
+
+// ProductionScripts()
+//
+// Returns every production script: the five single-check scripts, then CheckAllScript().
+std::span<const LuaScript* const> ProductionScripts();
 
 // CheckAllScript()
 //

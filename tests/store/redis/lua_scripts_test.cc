@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -118,7 +119,7 @@ TEST_F(LuaScriptsTest, RejectsInvalidArgumentsWithoutWriting) {
       absl::StatusOr<RedisReply> reply;
       if (position == 0) {
         args.insert(args.begin(), absl::StrCat(kT0));
-        reply = conn_->Eval(CheckScriptForTest(), {"k"}, args);
+        reply = conn_->Eval(CheckScriptForTest(Algorithm::kFixedWindow), {"k"}, args);
       } else {
         std::vector<std::string> multi = {absl::StrCat(kT0)};
         multi.insert(multi.end(), base.begin(), base.end());
@@ -144,7 +145,8 @@ TEST_F(LuaScriptsTest, RejectsOutOfBoundsProducts) {
   for (const auto& check : cases) {
     std::vector<std::string> args = {absl::StrCat(kT0)};
     args.insert(args.end(), check.begin(), check.end());
-    absl::StatusOr<RedisReply> reply = conn_->Eval(CheckScriptForTest(), {"k"}, args);
+    absl::StatusOr<RedisReply> reply =
+        conn_->Eval(CheckScriptForTest(Algorithm::kFixedWindow), {"k"}, args);
     ASSERT_TRUE(reply.ok());
     EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG")) << check[0];
   }
@@ -156,23 +158,26 @@ TEST_F(LuaScriptsTest, RejectsBadShapeAndBadTestTime) {
   std::vector<std::string> args = {absl::StrCat(kT0)};
   args.insert(args.end(), check.begin(), check.end());
   // Two keys for the single check; no keys; a missing argument; a bad test time.
-  EXPECT_THAT(conn_->Eval(CheckScriptForTest(), {"a", "b"}, args)->str(),
+  EXPECT_THAT(conn_->Eval(CheckScriptForTest(Algorithm::kGcra), {"a", "b"}, args)->str(),
               StartsWith("SLUICE_BADARG"));
-  EXPECT_THAT(conn_->Eval(CheckScriptForTest(), {}, args)->str(), StartsWith("SLUICE_BADARG"));
+  EXPECT_THAT(conn_->Eval(CheckScriptForTest(Algorithm::kGcra), {}, args)->str(),
+              StartsWith("SLUICE_BADARG"));
   EXPECT_THAT(conn_->Eval(CheckAllScriptForTest(), {}, {absl::StrCat(kT0)})->str(),
               StartsWith("SLUICE_BADARG"));
   std::vector<std::string> short_args(args.begin(), args.end() - 1);
-  EXPECT_THAT(conn_->Eval(CheckScriptForTest(), {"a"}, short_args)->str(),
+  EXPECT_THAT(conn_->Eval(CheckScriptForTest(Algorithm::kGcra), {"a"}, short_args)->str(),
               StartsWith("SLUICE_BADARG"));
   for (const char* now : {"-1", "nan", "1e15", "4503599627370496", "9007199254740992"}) {
     args[0] = now;
-    EXPECT_THAT(conn_->Eval(CheckScriptForTest(), {"a"}, args)->str(), StartsWith("SLUICE_BADARG"))
+    EXPECT_THAT(conn_->Eval(CheckScriptForTest(Algorithm::kGcra), {"a"}, args)->str(),
+                StartsWith("SLUICE_BADARG"))
         << now;
   }
   // The production script takes no time argument: passing one is refused, never used.
   std::vector<std::string> with_time = {absl::StrCat(kT0)};
   with_time.insert(with_time.end(), check.begin(), check.end());
-  EXPECT_THAT(conn_->Eval(CheckScript(), {"a"}, with_time)->str(), StartsWith("SLUICE_BADARG"));
+  EXPECT_THAT(conn_->Eval(CheckScript(Algorithm::kGcra), {"a"}, with_time)->str(),
+              StartsWith("SLUICE_BADARG"));
   // Too many checks for one call.
   std::vector<std::string> keys;
   std::vector<std::string> multi;
@@ -188,24 +193,58 @@ TEST_F(LuaScriptsTest, RejectsBadShapeAndBadTestTime) {
   EXPECT_EQ(DbSize(), 0);
 }
 
+// Verifies that each algorithm's script refuses a check of another algorithm, writing nothing:
+// the store picks the script by the limit's algorithm, and a mismatch must never be decided
+// under the wrong algorithm.
+TEST_F(LuaScriptsTest, EachCheckScriptRefusesOtherAlgorithms) {
+  for (Algorithm script_algorithm : kAllAlgorithms) {
+    for (Algorithm check_algorithm : kAllAlgorithms) {
+      std::vector<std::string> args;
+      AppendCheckArguments(MakeLimit(check_algorithm, 10, kSecond), 1, args);
+      absl::StatusOr<RedisReply> reply = conn_->Eval(CheckScript(script_algorithm), {"k"}, args);
+      ASSERT_TRUE(reply.ok()) << reply.status();
+      if (script_algorithm == check_algorithm) {
+        EXPECT_TRUE(ParseCheckReply(*reply).ok()) << reply->DebugString();
+        ASSERT_TRUE(conn_->Run({"DEL", "k"}).ok());
+      } else {
+        EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG"))
+            << AlgorithmName(script_algorithm) << " script, " << AlgorithmName(check_algorithm);
+      }
+      EXPECT_EQ(DbSize(), 0);
+    }
+  }
+}
+
 // Verifies that invalid arguments do not even trim an existing sliding log (trimming is a write).
 TEST_F(LuaScriptsTest, InvalidArgumentsDoNotTrimAnExistingLog) {
   const Limit limit = MakeLimit(Algorithm::kSlidingLog, 5, kSecond);
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(CheckForTest(*conn_, CheckScriptForTest(), "log", kT0 + i, limit, 1).ok());
+    ASSERT_TRUE(
+        CheckForTest(*conn_, CheckScriptForTest(Algorithm::kSlidingLog), "log", kT0 + i, limit, 1)
+            .ok());
   }
   std::vector<std::string> args = {
       absl::StrCat(kT0 + 10 * kSecond), "sliding_log", "5", "1000000", "5", "-1"};
-  EXPECT_THAT(conn_->Eval(CheckScriptForTest(), {"log"}, args)->str(), StartsWith("SLUICE_BADARG"));
+  EXPECT_THAT(conn_->Eval(CheckScriptForTest(Algorithm::kSlidingLog), {"log"}, args)->str(),
+              StartsWith("SLUICE_BADARG"));
   EXPECT_EQ(conn_->Integer({"ZCOUNT", "log", "0", "+inf"}), 3);
 }
 
 TEST_F(LuaScriptsTest, CorruptStateIsAnErrorNotADecision) {
-  ASSERT_TRUE(conn_->Run({"HSET", "k", "w", "oops", "c", "1"}).ok());
+  // The fixed window's state is the string 'window_start:count' (docs/redis.md).
+  const LuaScript& script = CheckScriptForTest(Algorithm::kFixedWindow);
   std::vector<std::string> args = {absl::StrCat(kT0), "fixed_window", "10", "1000000", "10", "1"};
-  EXPECT_THAT(conn_->Eval(CheckScriptForTest(), {"k"}, args)->str(), StartsWith("SLUICE_BADSTATE"));
+  for (const char* corrupt : {"oops:1", "1", "1:2:3", "-1:1", "1.5:1", "1:", ":1", " 1:1",
+                              "1:99999999999999999999", "1:9007199254740993"}) {
+    ASSERT_TRUE(conn_->Run({"SET", "k", corrupt}).ok());
+    EXPECT_THAT(conn_->Eval(script, {"k"}, args)->str(), StartsWith("SLUICE_BADSTATE")) << corrupt;
+    EXPECT_EQ(conn_->Run({"GET", "k"})->str(), corrupt);
+  }
   ASSERT_TRUE(conn_->Run({"SET", "s", "x"}).ok());
-  EXPECT_TRUE(conn_->Eval(CheckScriptForTest(), {"s"}, args)->is_error());
+  EXPECT_TRUE(conn_->Eval(script, {"s"}, args)->is_error());
+  // A key of another type (someone else's hash) is an error too, never a decision.
+  ASSERT_TRUE(conn_->Run({"HSET", "h", "w", "1", "c", "1"}).ok());
+  EXPECT_TRUE(conn_->Eval(script, {"h"}, args)->is_error());
 }
 
 // Reliability T3: many admits in one frozen microsecond are all counted.
@@ -214,7 +253,8 @@ TEST_F(LuaScriptsTest, SlidingLogMembersAreUniqueWithinOneMicrosecond) {
   const Limit limit = MakeLimit(Algorithm::kSlidingLog, 100'000, 60 * kSecond);
   int admitted = 0;
   for (int i = 0; i < kRequests; ++i) {
-    absl::StatusOr<Decision> d = CheckForTest(*conn_, CheckScriptForTest(), "log", kT0, limit, 1);
+    absl::StatusOr<Decision> d =
+        CheckForTest(*conn_, CheckScriptForTest(Algorithm::kSlidingLog), "log", kT0, limit, 1);
     ASSERT_TRUE(d.ok()) << d.status();
     admitted += d->allowed ? 1 : 0;
   }
@@ -224,9 +264,14 @@ TEST_F(LuaScriptsTest, SlidingLogMembersAreUniqueWithinOneMicrosecond) {
   EXPECT_EQ(conn_->Integer({"ZCARD", "log"}), admitted + 1);
 
   // Multi-unit costs and time stepping back to the same microsecond stay unique too.
-  ASSERT_TRUE(CheckForTest(*conn_, CheckScriptForTest(), "log", kT0, limit, 500).ok());
-  ASSERT_TRUE(CheckForTest(*conn_, CheckScriptForTest(), "log", kT0 - kSecond, limit, 7).ok());
-  ASSERT_TRUE(CheckForTest(*conn_, CheckScriptForTest(), "log", kT0, limit, 3).ok());
+  ASSERT_TRUE(
+      CheckForTest(*conn_, CheckScriptForTest(Algorithm::kSlidingLog), "log", kT0, limit, 500)
+          .ok());
+  ASSERT_TRUE(CheckForTest(*conn_, CheckScriptForTest(Algorithm::kSlidingLog), "log", kT0 - kSecond,
+                           limit, 7)
+                  .ok());
+  ASSERT_TRUE(
+      CheckForTest(*conn_, CheckScriptForTest(Algorithm::kSlidingLog), "log", kT0, limit, 3).ok());
   EXPECT_EQ(conn_->Integer({"ZCOUNT", "log", "0", "+inf"}), kRequests + 510);
 }
 
@@ -268,7 +313,7 @@ TEST_F(LuaScriptsTest, EveryKeyHasATtlNoLongerThanItsState) {
     std::vector<std::string> args;
     AppendCheckArguments(limit, cost, args);
     if (rng() % 50 == 0) args[1] = "nan";  // Script errors mixed into the load write nothing.
-    absl::StatusOr<RedisReply> reply = conn_->Eval(CheckScript(), {key}, args);
+    absl::StatusOr<RedisReply> reply = conn_->Eval(CheckScript(algorithm), {key}, args);
     ASSERT_TRUE(reply.ok()) << reply.status();
     if (args[1] == "nan") {
       ASSERT_TRUE(reply->is_error());
@@ -382,7 +427,8 @@ TEST_F(LuaScriptsTest, CheckAllAppliesARepeatedKeySequentially) {
 TEST_F(LuaScriptsTest, CostAboveCapacityIsNeverAdmittedAndRecordsNothing) {
   for (Algorithm algorithm : kAllAlgorithms) {
     const Limit limit = MakeLimit(algorithm, 5, kSecond);
-    absl::StatusOr<Decision> d = CheckForTest(*conn_, CheckScriptForTest(), "k", kT0, limit, 6);
+    absl::StatusOr<Decision> d =
+        CheckForTest(*conn_, CheckScriptForTest(algorithm), "k", kT0, limit, 6);
     ASSERT_TRUE(d.ok()) << d.status();
     EXPECT_FALSE(d->allowed);
     EXPECT_EQ(d->retry_after, Decision::kNever);
@@ -396,7 +442,8 @@ TEST_F(LuaScriptsTest, ProductionScriptUsesServerTime) {
   const Limit limit = MakeLimit(Algorithm::kFixedWindow, 5, 3600 * kSecond);
   std::vector<std::string> args;
   AppendCheckArguments(limit, 1, args);
-  absl::StatusOr<Decision> d = ParseCheckReply(*conn_->Eval(CheckScript(), {"k"}, args));
+  absl::StatusOr<Decision> d =
+      ParseCheckReply(*conn_->Eval(CheckScript(Algorithm::kFixedWindow), {"k"}, args));
   ASSERT_TRUE(d.ok()) << d.status();
   absl::StatusOr<RedisReply> time = conn_->Run({"TIME"});
   const int64_t now =
@@ -404,13 +451,14 @@ TEST_F(LuaScriptsTest, ProductionScriptUsesServerTime) {
   const int64_t window_end = now - now % (3600 * kSecond) + 3600 * kSecond;
   EXPECT_NEAR(static_cast<double>(d->reset_after.count()), static_cast<double>(window_end - now),
               1e6);
-  EXPECT_EQ(std::stoll(conn_->Run({"HGET", "k", "w"})->str()), window_end - 3600 * kSecond);
+  // The stored state is 'window_start:count'.
+  EXPECT_EQ(conn_->Run({"GET", "k"})->str(), absl::StrCat(window_end - 3600 * kSecond, ":1"));
 }
 
 // Reliability T4-style lint: the scripts use no randomness, no host time, and never compare a
 // value with a boolean literal (a boolean is never == 1 in Lua).
 TEST(LuaSources, AvoidKnownPitfalls) {
-  for (const LuaScript* script : {&CheckScript(), &CheckAllScript()}) {
+  for (const LuaScript* script : ProductionScripts()) {
     const std::string text(script->text);
     EXPECT_EQ(text.find("math.random"), std::string::npos) << script->name;
     EXPECT_EQ(text.find("os.time"), std::string::npos) << script->name;
@@ -420,8 +468,14 @@ TEST(LuaSources, AvoidKnownPitfalls) {
     EXPECT_EQ(text.find("ARGV[1]"), std::string::npos)
         << script->name << ": production scripts must not read a caller's time";
   }
-  EXPECT_NE(CheckScript().sha1, CheckScriptForTest().sha1);
-  EXPECT_EQ(CheckScript().sha1.size(), 40u);
+  std::set<std::string> shas;
+  for (Algorithm algorithm : kAllAlgorithms) {
+    EXPECT_NE(CheckScript(algorithm).sha1, CheckScriptForTest(algorithm).sha1);
+    EXPECT_EQ(CheckScript(algorithm).sha1.size(), 40u);
+    shas.insert(CheckScript(algorithm).sha1);
+  }
+  shas.insert(CheckAllScript().sha1);
+  EXPECT_EQ(shas.size(), ProductionScripts().size());
 }
 
 }  // namespace

@@ -101,7 +101,7 @@ TEST_F(LuaVectorsTest, EveryVectorGivesTheSpecifiedDecisions) {
     const std::string key = absl::StrCat("vector:", c.name);
     for (size_t i = 0; i < c.steps.size(); ++i) {
       SCOPED_TRACE(absl::StrCat("step ", i));
-      absl::StatusOr<Decision> d = CheckForTest(*conn_, CheckScriptForTest(), key,
+      absl::StatusOr<Decision> d = CheckForTest(*conn_, CheckScriptForTest(c.limit.algorithm), key,
                                                 c.steps[i].now_us, c.limit, c.steps[i].cost);
       ASSERT_TRUE(d.ok()) << d.status();
       EXPECT_EQ(*d, c.steps[i].expect);
@@ -216,7 +216,7 @@ TEST_F(LuaVectorsTest, RandomSequencesMatchTheCppAlgorithms) {
         const int64_t cost = RandomCost(limit, rng);
         const Decision expected = DecideModel(limit, model, now, cost);
         absl::StatusOr<Decision> got =
-            CheckForTest(*conn_, CheckScriptForTest(), key, now, limit, cost);
+            CheckForTest(*conn_, CheckScriptForTest(limit.algorithm), key, now, limit, cost);
         ASSERT_TRUE(got.ok()) << got.status();
         ASSERT_EQ(*got, expected) << "step " << step << " now " << now << " cost " << cost << " "
                                   << Describe(limit);
