@@ -1,0 +1,98 @@
+#include "sluice/http/middleware.h"
+
+#include <atomic>
+#include <new>
+#include <utility>
+
+#include "src/http/request_call.h"
+
+namespace sluice::http {
+
+// Each counter on its own cache line: they are bumped by every request on every thread.
+struct Middleware::Counters {
+  alignas(std::hardware_destructive_interference_size) std::atomic<uint64_t> enabled{0};
+  alignas(std::hardware_destructive_interference_size) std::atomic<uint64_t> enforced{0};
+  alignas(std::hardware_destructive_interference_size) std::atomic<uint64_t> over_limit{0};
+  alignas(std::hardware_destructive_interference_size) std::atomic<uint64_t> ok{0};
+  alignas(std::hardware_destructive_interference_size) std::atomic<uint64_t> error{0};
+
+  void Add(const internal::Tally& t) {
+    if (t.ok) ok.fetch_add(1, std::memory_order_relaxed);
+    if (t.over_limit) over_limit.fetch_add(1, std::memory_order_relaxed);
+    if (t.enforced) enforced.fetch_add(1, std::memory_order_relaxed);
+    if (t.error) error.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+absl::StatusOr<std::unique_ptr<Middleware>> Middleware::Create(MiddlewareOptions options) {
+  if (options.store == nullptr) return absl::InvalidArgumentError("middleware: store is required");
+  if (options.config == nullptr)
+    return absl::InvalidArgumentError("middleware: config is required");
+  if (options.clock == nullptr) options.clock = &Clock::Real();
+  return std::unique_ptr<Middleware>(new Middleware(std::move(options)));
+}
+
+Middleware::Middleware(MiddlewareOptions options)
+    : options_(std::move(options)),
+      config_(options_.config),
+      counters_(std::make_unique<Counters>()) {
+  // The snapshot lives in config_ only, so that SetConfig() is the one owner of changes.
+  options_.config.reset();
+}
+
+Middleware::~Middleware() = default;
+
+Verdict Middleware::Decide(const RequestView& request) {
+  internal::RequestCall call(config_.load(), this);
+  if (call.Prepare(request, options_) == internal::RequestCall::State::kUnlimited) return Verdict{};
+  counters_->enabled.fetch_add(1, std::memory_order_relaxed);
+  absl::StatusOr<MultiDecision> result = options_.store->CheckAll(call.checks());
+  internal::Tally tally;
+  Verdict verdict = call.Finish(std::move(result), options_, tally);
+  counters_->Add(tally);
+  return verdict;
+}
+
+void Middleware::DecideAsync(const RequestView& request, VerdictCallback done) {
+  // Shared between this frame and the store's callback: the checks must outlive CheckAllAsync()
+  // even when the callback runs (and is destroyed) inline.
+  auto call = std::make_shared<internal::RequestCall>(config_.load(), this);
+  if (call->Prepare(request, options_) == internal::RequestCall::State::kUnlimited) {
+    std::move(done)(Verdict{});
+    return;
+  }
+  counters_->enabled.fetch_add(1, std::memory_order_relaxed);
+  call->done = std::move(done);
+  std::span<const LimitCheck> checks = call->checks();
+  options_.store->CheckAllAsync(checks, [call](absl::StatusOr<MultiDecision> result) mutable {
+    internal::Tally tally;
+    Middleware& self = *call->owner;
+    Verdict verdict = call->Finish(std::move(result), self.options_, tally);
+    self.counters_->Add(tally);
+    std::move(call->done)(std::move(verdict));
+  });
+}
+
+absl::Status Middleware::SetConfig(std::shared_ptr<const MiddlewareConfig> config) {
+  if (config == nullptr) return absl::InvalidArgumentError("middleware: config is null");
+  config_.store(std::move(config));
+  return absl::OkStatus();
+}
+
+absl::Status Middleware::Reload(const std::filesystem::path& path) {
+  absl::StatusOr<std::shared_ptr<const MiddlewareConfig>> config = LoadMiddlewareConfig(path);
+  if (!config.ok()) return config.status();
+  return SetConfig(*std::move(config));
+}
+
+std::shared_ptr<const MiddlewareConfig> Middleware::config() const { return config_.load(); }
+
+MiddlewareStats Middleware::Stats() const {
+  return MiddlewareStats{.enabled = counters_->enabled.load(std::memory_order_relaxed),
+                         .enforced = counters_->enforced.load(std::memory_order_relaxed),
+                         .over_limit = counters_->over_limit.load(std::memory_order_relaxed),
+                         .ok = counters_->ok.load(std::memory_order_relaxed),
+                         .error = counters_->error.load(std::memory_order_relaxed)};
+}
+
+}  // namespace sluice::http

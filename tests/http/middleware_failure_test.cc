@@ -1,0 +1,180 @@
+// Tests of the middleware when the store does not simply answer: store errors, failure-policy
+// answers (allow, deny, local fallback), late completion on another thread, and bad answers.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include "sluice/failure_policy.h"
+#include "sluice/http/middleware.h"
+#include "sluice/memory_store.h"
+
+#include "tests/http/http_test_util.h"
+#include "tests/mocks/mock_store.h"
+#include "tests/testing/faulty_store.h"
+#include "tests/testing/manual_clock.h"
+
+namespace sluice::http {
+namespace {
+
+using ::sluice::http::testing::HeaderOr;
+using ::sluice::http::testing::Rules;
+using ::sluice::http::testing::Send;
+using ::sluice::http::testing::TestRequest;
+using ::sluice::http::testing::ViewOf;
+using std::chrono::seconds;
+using ::testing::_;
+using ::testing::HasSubstr;
+using ::testing::StrictMock;
+
+constexpr char kRules[] = R"(
+routes:
+  - name: orders
+    method: GET
+    path: /api/orders/{id}
+    tiers:
+      anonymous:
+        - {name: burst, limit: 2, period: 1s}
+        - {name: hourly, limit: 3, period: 1h}
+)";
+
+TEST(MiddlewareFailure, StoreErrorIs503WithoutRateLimitHeaders) {
+  sluice::testing::ManualClock clock;
+  sluice::testing::FaultyStore faulty(MemoryStore::Create({.clock = &clock}).value());
+  faulty.Fail(absl::UnavailableError("redis down"));
+  std::optional<RejectInfo> seen;
+  std::unique_ptr<Middleware> middleware =
+      Middleware::Create({.store = &faulty,
+                          .config = Rules(kRules),
+                          .on_reject = [&](const RejectInfo& info, Verdict&) { seen = info; }})
+          .value();
+  const Verdict v = Send(*middleware, {.path = "/api/orders/1"});
+  EXPECT_EQ(v.status, 503);
+  EXPECT_EQ(HeaderOr(v, "Retry-After"), "1");
+  EXPECT_EQ(v.FindHeader("RateLimit"), nullptr);
+  EXPECT_THAT(v.body, HasSubstr("temporary-reduced-capacity"));
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->reason, RejectReason::kStoreError);
+  EXPECT_EQ(seen->store_status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(middleware->Stats().error, 1u);
+  EXPECT_EQ(middleware->Stats().enforced, 1u);
+}
+
+TEST(MiddlewareFailure, StoreErrorCanFailOpen) {
+  sluice::testing::FaultyStore faulty(MemoryStore::Create({}).value());
+  faulty.Fail(absl::DeadlineExceededError("slow"));
+  std::unique_ptr<Middleware> middleware =
+      Middleware::Create({.store = &faulty,
+                          .config = Rules("response: {store_error: allow}\nroutes:\n  - name: r\n"
+                                          "    path: /r\n    limits: [{limit: 1, period: 1s}]\n")})
+          .value();
+  const Verdict v = Send(*middleware, {.path = "/r"});
+  EXPECT_TRUE(v.passed());
+  EXPECT_TRUE(v.headers.empty());
+  EXPECT_EQ(middleware->Stats().error, 1u);
+}
+
+TEST(MiddlewareFailure, FailurePolicyDenialIs503NotA429) {
+  sluice::testing::ManualClock clock;
+  auto faulty = std::make_unique<sluice::testing::FaultyStore>(MemoryStore::Create({}).value());
+  sluice::testing::FaultyStore* fault = faulty.get();
+  std::unique_ptr<FailurePolicyStore> store = WithFailurePolicy(
+      std::move(faulty),
+      {.mode = FailureMode::kDeny, .deny_retry_after = seconds(3), .clock = &clock});
+  std::unique_ptr<Middleware> middleware =
+      Middleware::Create({.store = store.get(), .config = Rules(kRules)}).value();
+  fault->Fail(absl::UnavailableError("redis down"));
+  const Verdict v = Send(*middleware, {.path = "/api/orders/1"});
+  EXPECT_EQ(v.status, 503);
+  // The policy's deny_retry_after, within the window of the longest refusing limit ("hourly").
+  EXPECT_EQ(HeaderOr(v, "Retry-After"), "3");
+  EXPECT_EQ(v.FindHeader("RateLimit"), nullptr);
+  EXPECT_THAT(v.body, HasSubstr("temporary-reduced-capacity"));
+  const MiddlewareStats stats = middleware->Stats();
+  EXPECT_EQ(stats.error, 1u);
+  EXPECT_EQ(stats.over_limit, 0u);
+  EXPECT_EQ(stats.enforced, 1u);
+  fault->Heal();
+  EXPECT_TRUE(Send(*middleware, {.path = "/api/orders/1"}).passed());
+}
+
+TEST(MiddlewareFailure, FailurePolicyAllowPassesWithoutHeaders) {
+  auto faulty = std::make_unique<sluice::testing::FaultyStore>(MemoryStore::Create({}).value());
+  faulty->Fail(absl::UnavailableError("redis down"));
+  std::unique_ptr<FailurePolicyStore> store =
+      WithFailurePolicy(std::move(faulty), {.mode = FailureMode::kAllow});
+  std::unique_ptr<Middleware> middleware =
+      Middleware::Create({.store = store.get(), .config = Rules(kRules)}).value();
+  for (int i = 0; i < 5; ++i) {
+    const Verdict v = Send(*middleware, {.path = "/api/orders/1"});
+    EXPECT_TRUE(v.passed());
+    EXPECT_TRUE(v.headers.empty());
+  }
+  EXPECT_EQ(middleware->Stats().error, 5u);
+}
+
+TEST(MiddlewareFailure, LocalFallbackDenialIs503) {
+  sluice::testing::ManualClock clock;
+  auto faulty = std::make_unique<sluice::testing::FaultyStore>(MemoryStore::Create({}).value());
+  faulty->Fail(absl::UnavailableError("redis down"));
+  std::unique_ptr<FailurePolicyStore> store = WithFailurePolicy(
+      std::move(faulty), {.mode = FailureMode::kLocal, .expected_instances = 2, .clock = &clock});
+  std::unique_ptr<Middleware> middleware =
+      Middleware::Create({.store = store.get(), .config = Rules(kRules)}).value();
+  // burst 2 / 2 instances = 1 locally.
+  EXPECT_TRUE(Send(*middleware, {.path = "/api/orders/1"}).passed());
+  EXPECT_EQ(Send(*middleware, {.path = "/api/orders/1"}).status, 503);
+}
+
+// Verifies that the middleware keeps what it needs: the request is destroyed before the store
+// answers, as happens when the Redis store completes on its I/O thread.
+TEST(MiddlewareAsync, CompletesLaterAfterTheRequestIsGone) {
+  StrictMock<sluice::testing::MockStore> store;
+  Store::MultiDecisionCallback pending;
+  std::vector<std::string> keys;
+  EXPECT_CALL(store, CheckAllAsync(_, _))
+      .WillOnce([&](std::span<const LimitCheck> checks, Store::MultiDecisionCallback done) {
+        for (const LimitCheck& c : checks) keys.push_back(c.key);
+        pending = std::move(done);
+      });
+  std::unique_ptr<Middleware> middleware =
+      Middleware::Create({.store = &store, .config = Rules(kRules)}).value();
+  std::optional<Verdict> verdict;
+  {
+    auto request = std::make_unique<TestRequest>(TestRequest{.path = "/api/orders/9"});
+    ViewOf view(*request);
+    middleware->DecideAsync(view.view(), [&](Verdict v) { verdict = std::move(v); });
+  }
+  EXPECT_FALSE(verdict.has_value());
+  ASSERT_EQ(keys.size(), 2u);
+  std::move(pending)(MultiDecision{
+      .allowed = false,
+      .decisions = {
+          Decision{.allowed = false,
+                   .limit = 2,
+                   .remaining = 0,
+                   .reset_after = std::chrono::milliseconds(400),
+                   .retry_after = std::chrono::milliseconds(400)},
+          Decision{.allowed = true, .limit = 3, .remaining = 2, .reset_after = seconds(100)}}});
+  ASSERT_TRUE(verdict.has_value());
+  EXPECT_EQ(verdict->status, 429);
+  EXPECT_EQ(HeaderOr(*verdict, "RateLimit"), R"("burst";r=0;t=1, "hourly";r=2;t=100)");
+  EXPECT_EQ(middleware->Stats().over_limit, 1u);
+}
+
+TEST(MiddlewareAsync, StoreAnsweringTheWrongNumberOfDecisionsIsAnError) {
+  StrictMock<sluice::testing::MockStore> store;
+  EXPECT_CALL(store, CheckAll(_)).WillOnce([](std::span<const LimitCheck>) {
+    return absl::StatusOr<MultiDecision>(MultiDecision{.allowed = true, .decisions = {}});
+  });
+  std::unique_ptr<Middleware> middleware =
+      Middleware::Create({.store = &store, .config = Rules(kRules)}).value();
+  EXPECT_EQ(Send(*middleware, {.path = "/api/orders/9"}).status, 503);
+}
+
+}  // namespace
+}  // namespace sluice::http
