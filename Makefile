@@ -3,8 +3,9 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+FUZZ_SECONDS ?= 60
 
-.PHONY: all deps configure build run test asan tsan bench format tidy clean
+.PHONY: all deps configure build run test asan tsan fuzz bench format tidy clean
 
 all: build
 
@@ -29,6 +30,11 @@ asan:
 tsan:
 	@$(MAKE) test BUILD_DIR=build-tsan BUILD_TYPE=RelWithDebInfo CMAKE_FLAGS="-DSLUICE_TSAN=ON -DSLUICE_BUILD_BENCHMARKS=OFF"
 
+# Builds the libFuzzer targets with clang-14 in build-fuzz/ and runs each for FUZZ_SECONDS
+# (docs/fuzzing.md). Needs clang-14 and libclang-rt-14-dev, which `make test` does not.
+fuzz: deps
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) bash scripts/fuzz.sh
+
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
 
@@ -36,4 +42,4 @@ tidy: configure
 	@git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
 
 clean:
-	@rm -rf build build-asan build-tsan
+	@rm -rf build build-asan build-tsan build-fuzz

@@ -9,6 +9,8 @@
 // Both stores validate the input, read Clock::Real() and run DecideFixedWindow(); only the map and
 // the locking differ. A summary table with the ratios and the targets closes the output; pass
 // --benchmark_repetitions=N to have it use medians.
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -47,15 +49,15 @@ namespace sluice {
 namespace {
 
 constexpr size_t kUniformKeys = 1'000'000;
-constexpr size_t kMemoryKeyCounts[] = {250'000,   375'000,   500'000,  750'000,
-                                       1'000'000, 1'500'000, 2'000'000};
+constexpr std::array<size_t, 7> kMemoryKeyCounts = {250'000,   375'000,   500'000,  750'000,
+                                                    1'000'000, 1'500'000, 2'000'000};
 
 // Every check is admitted and records (the limit is never reached in a run), and windows of a
 // week do not roll over during one.
-const Limit kLimit{.algorithm = Algorithm::kFixedWindow,
-                   .limit = kMaxLimit,
-                   .period = std::chrono::hours(24 * 7),
-                   .burst = std::nullopt};
+constexpr Limit kLimit{.algorithm = Algorithm::kFixedWindow,
+                       .limit = kMaxLimit,
+                       .period = std::chrono::hours(24 * 7),
+                       .burst = std::nullopt};
 
 // The baseline: what a first implementation looks like. One mutex, node-based map, std::string
 // keys, and the same validation, clock and algorithm as the memory store.
@@ -111,15 +113,18 @@ std::unique_ptr<Store> NewStore(std::string_view kind) {
   return NewSluiceStore();
 }
 
+using KeyBuffer = std::array<char, 16>;
+
 // Writes "user:" and 8 hex digits of `index` to `buf` (13 bytes, inline in a slot).
-std::string_view FormatKey(uint32_t index, char* buf) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::memcpy(buf, "user:", 5);
-  for (int d = 7; d >= 0; --d) {
-    buf[5 + d] = kHex[index & 15];
+std::string_view FormatKey(uint32_t index, KeyBuffer& buf) {
+  constexpr std::string_view kPrefix = "user:";
+  constexpr std::string_view kHex = "0123456789abcdef";
+  std::copy(kPrefix.begin(), kPrefix.end(), buf.begin());
+  for (size_t d = 8; d-- > 0;) {
+    buf[kPrefix.size() + d] = kHex[index & 15];
     index >>= 4;
   }
-  return {buf, 13};
+  return {buf.data(), kPrefix.size() + 8};
 }
 
 // xorshift64*: a cheap per-thread uniform source, so the loop measures the store, not the RNG.
@@ -138,7 +143,7 @@ class Rng {
 };
 
 void Fill(Store& store, size_t keys) {
-  char buf[16];
+  KeyBuffer buf{};
   for (size_t i = 0; i < keys; ++i) {
     benchmark::DoNotOptimize(store.Check(FormatKey(static_cast<uint32_t>(i), buf), kLimit, 1));
   }
@@ -152,12 +157,12 @@ void SetPerDecision(benchmark::State& state) {
 }
 
 // The clock read alone, which both stores pay on every decision.
-void BM_ClockRead(benchmark::State& state) {
+void ClockReadBenchmark(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(Clock::Real().EpochNow());
   SetPerDecision(state);
 }
 
-void BM_HotKey(benchmark::State& state, Store* store) {
+void HotKeyBenchmark(benchmark::State& state, Store* store) {
   for (auto _ : state) benchmark::DoNotOptimize(store->Check("hot", kLimit, 1));
   SetPerDecision(state);
 }
@@ -168,14 +173,15 @@ struct UniformStore {
   std::once_flag filled{};
 };
 
-void BM_UniformKeys(benchmark::State& state, UniformStore* uniform) {
+void UniformKeysBenchmark(benchmark::State& state, UniformStore* uniform) {
   // Filled on first use, so that a --benchmark_filter without it skips the work. The other
   // threads wait at the loop's start barrier meanwhile.
-  if (state.thread_index() == 0)
+  if (state.thread_index() == 0) {
     std::call_once(uniform->filled, Fill, *uniform->store, kUniformKeys);
+  }
   Store* store = uniform->store.get();
   Rng rng(static_cast<uint64_t>(state.thread_index()) + 1);
-  char buf[16];
+  KeyBuffer buf{};
   for (auto _ : state) {
     const std::string_view key = FormatKey(rng.Below(kUniformKeys), buf);
     benchmark::DoNotOptimize(store->Check(key, kLimit, 1));
@@ -194,8 +200,8 @@ size_t ResidentBytes() {
 // Returns the resident bytes per key that `keys` keys add to a new store of `kind`, measured in a
 // forked child: a fresh heap, so nothing freed earlier is reused and hides growth.
 double MeasureBytesPerKey(std::string_view kind, size_t keys) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
+  std::array<int, 2> fds{};
+  if (pipe(fds.data()) != 0) return -1;
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
@@ -290,16 +296,19 @@ int main(int argc, char** argv) {
   UniformStore naive_uniform{.store = NewStore("naive")};
   for (const auto& [name, store] : {std::pair{"hot_key/sluice", sluice_hot.get()},
                                     std::pair{"hot_key/naive", naive_hot.get()}}) {
-    benchmark::RegisterBenchmark(name, BM_HotKey, store)->Threads(1)->Threads(2)->UseRealTime();
-  }
-  for (const auto& [name, store] : {std::pair{"uniform_1M/sluice", &sluice_uniform},
-                                    std::pair{"uniform_1M/naive", &naive_uniform}}) {
-    benchmark::RegisterBenchmark(name, BM_UniformKeys, store)
+    benchmark::RegisterBenchmark(name, HotKeyBenchmark, store)
         ->Threads(1)
         ->Threads(2)
         ->UseRealTime();
   }
-  benchmark::RegisterBenchmark("clock_read", BM_ClockRead)->UseRealTime();
+  for (const auto& [name, store] : {std::pair{"uniform_1M/sluice", &sluice_uniform},
+                                    std::pair{"uniform_1M/naive", &naive_uniform}}) {
+    benchmark::RegisterBenchmark(name, UniformKeysBenchmark, store)
+        ->Threads(1)
+        ->Threads(2)
+        ->UseRealTime();
+  }
+  benchmark::RegisterBenchmark("clock_read", ClockReadBenchmark)->UseRealTime();
   SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();

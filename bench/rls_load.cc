@@ -7,18 +7,11 @@
 // HTTP: one keep-alive connection per in-flight request), each for domain --domain with one
 // descriptor {--key: "k<random in [0, keys)>"}. Prints one JSON line: decisions/s, ok/over/error
 // counts and p50/p99/p999 latency in microseconds. Loopback only; runs at most 120 s.
-#include <grpcpp/grpcpp.h>
-
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <random>
 #include <string>
@@ -26,6 +19,13 @@
 #include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include <CLI/CLI.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <grpcpp/grpcpp.h>
 
 namespace {
 
@@ -54,13 +54,14 @@ void Print(const Options& o, Results& r, double elapsed_s) {
   std::sort(r.latencies_us.begin(), r.latencies_us.end());
   auto pct = [&r](double p) -> int64_t {
     if (r.latencies_us.empty()) return -1;
-    return r.latencies_us[std::min(r.latencies_us.size() - 1,
-                                   static_cast<size_t>(p * r.latencies_us.size()))];
+    const auto rank = static_cast<size_t>(p * static_cast<double>(r.latencies_us.size()));
+    return r.latencies_us[std::min(r.latencies_us.size() - 1, rank)];
   };
-  const double total = static_cast<double>(r.ok + r.over + r.errors);
+  const auto total = static_cast<double>(r.ok + r.over + r.errors);
   std::printf(
       "{\"mode\":\"%s\",\"inflight\":%d,\"keys\":%d,\"seconds\":%.2f,\"decisions_per_s\":%.0f,"
-      "\"ok\":%lld,\"over\":%lld,\"errors\":%lld,\"p50_us\":%lld,\"p99_us\":%lld,\"p999_us\":%lld}\n",
+      "\"ok\":%lld,\"over\":%lld,\"errors\":%lld,\"p50_us\":%lld,\"p99_us\":%lld,\"p999_us\":%lld}"
+      "\n",
       o.mode.c_str(), o.inflight, o.keys, elapsed_s, total / elapsed_s,
       static_cast<long long>(r.ok), static_cast<long long>(r.over),
       static_cast<long long>(r.errors), static_cast<long long>(pct(0.5)),
@@ -140,30 +141,29 @@ Results RunHttp(const Options& o, Clock::time_point stop) {
       req = {http::verb::post, "/json", 11};
       req.set(http::field::host, "localhost");
       req.set(http::field::content_type, "application/json");
-      req.body() = "{\"domain\":\"" + o.domain + "\",\"descriptors\":[{\"entries\":[{\"key\":\"" +
-                   o.key + "\",\"value\":\"k" +
-                   std::to_string(rng() % static_cast<uint64_t>(o.keys)) + "\"}]}]}";
+      req.body() = R"({"domain":")" + o.domain + R"(","descriptors":[{"entries":[{"key":")" +
+                   o.key + R"(","value":"k)" +
+                   std::to_string(rng() % static_cast<uint64_t>(o.keys)) + R"("}]}]})";
       req.prepare_payload();
       start = Clock::now();
       http::async_write(stream, req, [self = shared_from_this()](beast::error_code ec, size_t) {
         if (ec) return self->Fail();
         self->res = {};
-        http::async_read(self->stream, self->buffer, self->res,
-                         [self](beast::error_code ec2, size_t) {
-                           if (ec2) return self->Fail();
-                           self->r.latencies_us.push_back(
-                               std::chrono::duration_cast<std::chrono::microseconds>(
-                                   Clock::now() - self->start)
-                                   .count());
-                           if (self->res.result_int() == 200) {
-                             ++self->r.ok;
-                           } else if (self->res.result_int() == 429) {
-                             ++self->r.over;
-                           } else {
-                             ++self->r.errors;
-                           }
-                           if (Clock::now() < self->stop) self->Send();
-                         });
+        http::async_read(
+            self->stream, self->buffer, self->res, [self](beast::error_code ec2, size_t) {
+              if (ec2) return self->Fail();
+              self->r.latencies_us.push_back(
+                  std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - self->start)
+                      .count());
+              if (self->res.result_int() == 200) {
+                ++self->r.ok;
+              } else if (self->res.result_int() == 429) {
+                ++self->r.over;
+              } else {
+                ++self->r.errors;
+              }
+              if (Clock::now() < self->stop) self->Send();
+            });
       });
     }
     void Fail() { ++r.errors; }
@@ -188,9 +188,7 @@ Results RunHttp(const Options& o, Clock::time_point stop) {
   return r;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   Options o;
   CLI::App app{"rls_load: bounded load for an Envoy rate limit service"};
   app.add_option("--target", o.target, "host:port")->capture_default_str();
@@ -209,4 +207,18 @@ int main(int argc, char** argv) {
   Results r = o.mode == "http" ? RunHttp(o, stop) : RunGrpc(o, stop);
   Print(o, r, std::chrono::duration<double>(Clock::now() - begin).count());
   return r.errors > 0 && r.ok + r.over == 0 ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A failure to connect or to start a thread ends the run with a message, not an abort.
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rls_load: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "rls_load: unknown exception\n");
+  }
+  return 1;
 }

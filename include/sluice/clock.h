@@ -1,11 +1,11 @@
 // Clock: the only source of time in sluice outside Redis.
 //
 // Every component that needs time takes a `Clock&` instead of calling std::chrono clocks directly,
-// so tests drive time with a manual clock and never sleep. Limit decisions need an epoch time (fixed
-// windows are aligned to multiples of the period since the Unix epoch, as envoyproxy/ratelimit
-// aligns them); `EpochNow()` gives one that is nevertheless monotonic: the wall clock is read once,
-// when the clock is made, and monotonic time is added to it, so a wall-clock step (NTP, an operator)
-// neither resets nor locks out a limit.
+// so tests drive time with a manual clock and never sleep. Limit decisions need an epoch time
+// (fixed windows are aligned to multiples of the period since the Unix epoch, as
+// envoyproxy/ratelimit aligns them); `EpochNow()` gives one that is nevertheless monotonic: the
+// wall clock is read once, when the clock is made, and monotonic time is added to it, so a
+// wall-clock step (NTP, an operator) neither resets nor locks out a limit.
 //
 // Example:
 //   Clock& clock = Clock::Real();

@@ -2,8 +2,8 @@
 //
 // A denial is a Decision with `allowed == false`, never an error: errors are for when no decision
 // could be made (bad input, store unavailable). The fields carry what `Retry-After`, the IETF
-// `RateLimit`/`RateLimit-Policy` headers and Envoy's `DescriptorStatus` need; docs/algorithms.md says
-// what each means for each algorithm.
+// `RateLimit`/`RateLimit-Policy` headers and Envoy's `DescriptorStatus` need; docs/algorithms.md
+// says what each means for each algorithm.
 //
 // Thread safety: a value type.
 #ifndef SLUICE_DECISION_H_
@@ -27,8 +27,8 @@ struct [[nodiscard]] Decision {
   // Time until the state is back to full (remaining == limit); for the fixed window, time until the
   // window ends.
   std::chrono::microseconds reset_after{0};
-  // 0 when allowed. When denied: the shortest wait after which the same request would be admitted if
-  // nothing else happened meanwhile, or kNever when its cost exceeds the capacity.
+  // 0 when allowed. When denied: the shortest wait after which the same request would be admitted
+  // if nothing else happened meanwhile, or kNever when its cost exceeds the capacity.
   std::chrono::microseconds retry_after{0};
   // True when a store failure policy answered instead of the store (see failure_policy.h).
   bool from_fallback = false;

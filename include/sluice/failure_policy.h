@@ -2,8 +2,8 @@
 //
 // A store outage must never hang or crash a caller, and what happens instead must be a choice, not
 // an accident. WithFailurePolicy() wraps a store (normally the Redis store) so that a failed check
-// (Unavailable, DeadlineExceeded, Internal, ResourceExhausted... anything but InvalidArgument, which
-// is the caller's bug) is answered by the policy:
+// (Unavailable, DeadlineExceeded, Internal, ResourceExhausted... anything but InvalidArgument,
+// which is the caller's bug) is answered by the policy:
 //   - kPropagate: return the error (sluiced turns it into gRPC UNAVAILABLE so that Envoy's own
 //     failure_mode_deny decides);
 //   - kAllow: fail open, allowed = true;
@@ -17,8 +17,8 @@
 //
 // Example:
 //   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Store> redis, RedisStore::Create(options));
-//   std::unique_ptr<Store> store =
-//       WithFailurePolicy(std::move(redis), {.mode = FailureMode::kLocal, .expected_instances = 4});
+//   std::unique_ptr<Store> store = WithFailurePolicy(
+//       std::move(redis), {.mode = FailureMode::kLocal, .expected_instances = 4});
 //
 // Thread safety: the wrapper is thread-safe.
 #ifndef SLUICE_FAILURE_POLICY_H_
@@ -30,6 +30,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+
 #include "sluice/clock.h"
 #include "sluice/store.h"
 

@@ -1,9 +1,9 @@
 // Limit: what a rate limit allows, independent of where its state lives.
 //
 // A Limit names an algorithm, a quota (`limit` requests per `period`) and, for the token bucket
-// and GCRA, a `burst` capacity. docs/algorithms.md specifies each algorithm exactly; the C++ and Lua
-// implementations both follow it. ValidateLimit() bounds every field so that all arithmetic of every
-// algorithm stays exact in 64-bit integers and in Lua's doubles (below 2^53).
+// and GCRA, a `burst` capacity. docs/algorithms.md specifies each algorithm exactly; the C++ and
+// Lua implementations both follow it. ValidateLimit() bounds every field so that all arithmetic of
+// every algorithm stays exact in 64-bit integers and in Lua's doubles (below 2^53).
 //
 // Example:
 //   Limit per_user{.algorithm = Algorithm::kGcra, .limit = 100, .period = std::chrono::minutes(1),
@@ -58,7 +58,8 @@ struct Limit {
   // Only for kTokenBucket and kGcra (InvalidArgument elsewhere). Default: `limit`.
   std::optional<int64_t> burst{};
 
-  // Returns `burst` for the token bucket and GCRA, else `limit`: the largest cost that can ever pass.
+  // Returns `burst` for the token bucket and GCRA, else `limit`: the largest cost that can ever
+  // pass.
   int64_t Capacity() const;
 
   friend bool operator==(const Limit&, const Limit&) = default;

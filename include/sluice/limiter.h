@@ -1,7 +1,8 @@
 // Limiter: the facade applications call.
 //
-// A Limiter validates input once, at the edge, and forwards to a Store; it does not own limit state.
-// It is cheap to create and holds a non-owning reference to the store, which must outlive it.
+// A Limiter validates input once, at the edge, and forwards to a Store; it does not own limit
+// state. It is cheap to create and holds a non-owning reference to the store, which must outlive
+// it.
 //
 // Example:
 //   std::unique_ptr<Store> store = NewMemoryStore({});
@@ -18,6 +19,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+
 #include "sluice/decision.h"
 #include "sluice/limit.h"
 #include "sluice/store.h"

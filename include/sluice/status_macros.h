@@ -13,11 +13,11 @@
 #define SLUICE_STATUS_CONCAT_(a, b) SLUICE_STATUS_CONCAT_INNER_(a, b)
 
 // Returns the status of `expr` from the enclosing function when it is not OK.
-#define SLUICE_RETURN_IF_ERROR(expr)                 \
-  do {                                               \
+#define SLUICE_RETURN_IF_ERROR(expr)                                  \
+  do {                                                                \
     if (absl::Status sluice_status_ = (expr); !sluice_status_.ok()) { \
-      return sluice_status_;                         \
-    }                                                \
+      return sluice_status_;                                          \
+    }                                                                 \
   } while (false)
 
 // Evaluates `rexpr` (a StatusOr); returns its status when not OK, else moves its value into `lhs`.

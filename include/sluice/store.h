@@ -30,6 +30,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
+
 #include "sluice/decision.h"
 #include "sluice/limit.h"
 

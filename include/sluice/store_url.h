@@ -5,11 +5,11 @@
 //   redis://[[user]:password@]host[:port][/db][?param=value&...]
 //   rediss://...                    (the same over TLS)
 //
-// `host` is a name, an IPv4 address or a bracketed IPv6 address (`redis://[::1]:6380`). The port
-// defaults to 6379 and the database to 0. Reserved characters in the user or password (`@ : / ? #
-// %` and others) must be percent-encoded (`p%40ss` for `p@ss`); prefer `password_file` for real
-// secrets so they stay out of command lines and config files. A user without a password is an
-// error unless `password_file` supplies one.
+// `host` is a name (letters, digits, '.', '-' and '_'), an IPv4 address or a bracketed IPv6
+// address (`redis://[::1]:6380`). The port defaults to 6379 and the database to 0. Reserved
+// characters in the user or password (`@ : / ? # %` and others) must be percent-encoded (`p%40ss`
+// for `p@ss`); prefer `password_file` for real secrets so they stay out of command lines and config
+// files. A user without a password is an error unless `password_file` supplies one.
 //
 // Query parameters (anything else is InvalidArgument, so a typo is caught at start-up):
 //   password_file=PATH       the password is the content of PATH (one trailing newline removed),

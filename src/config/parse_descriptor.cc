@@ -94,23 +94,12 @@ absl::Status ParseDescriptors(const FileContext& file, const YAML::Node& list,
 }
 
 absl::StatusOr<DomainTree> ParseRoot(const FileContext& file, const std::string& content) {
-  std::vector<YAML::Node> documents;
-  try {
-    documents = YAML::LoadAll(content);
-  } catch (const YAML::Exception& e) {
-    return file.Error(e.mark, "", absl::StrCat("invalid YAML: ", e.msg));
-  }
-  // The reference reads only the first document of a file; refuse the rest rather than ignore it.
-  for (size_t i = 1; i < documents.size(); ++i) {
-    if (!documents[i].IsNull()) {
-      return file.Error(documents[i].Mark(), "",
-                        "more than one YAML document in a file; put each domain in its own file");
-    }
-  }
-  const YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
+  SLUICE_ASSIGN_OR_RETURN(const YAML::Node root, LoadFirstDocument(file, content));
   if (root.IsNull()) {
     return file.Error(YAML::Mark(), "domain", "config file cannot have empty domain");
   }
+  // Before any recursive walk: aliases can make the tree exponential or cyclic.
+  SLUICE_RETURN_IF_ERROR(CheckExpandedSize(file, root));
 
   SLUICE_ASSIGN_OR_RETURN(const MapReader r, MapReader::Read(file, root, "", Scope::kRoot));
   DomainTree tree;

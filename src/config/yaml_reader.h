@@ -7,6 +7,7 @@
 #ifndef SLUICE_CONFIG_YAML_READER_H_
 #define SLUICE_CONFIG_YAML_READER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -104,6 +105,31 @@ class MapReader {
   YAML::Mark mark_;
   std::vector<MapEntry> entries_;
 };
+
+// LoadFirstDocument()
+//
+// Returns the first YAML document of `content` (a null node when there is none), or
+// InvalidArgument for malformed YAML and when a later document is not empty: the reference reads
+// only the first document, so a second one would be silently ignored. Never throws YAML
+// exceptions, and always returns (unlike yaml-cpp 0.7's LoadAll(); see yaml_reader.cc).
+absl::StatusOr<YAML::Node> LoadFirstDocument(const FileContext& file, const std::string& content);
+
+// Bounds on a document once its aliases are expanded (CheckExpandedSize()). A real config has at
+// most some thousands of descriptors of a few nodes each, nested a few levels deep.
+inline constexpr size_t kMaxExpandedNodes = 1'000'000;
+inline constexpr size_t kMaxExpandedScalarBytes = 64 << 20;
+inline constexpr int kMaxNestingDepth = 256;
+
+// CheckExpandedSize()
+//
+// Returns OK when `root`, with every alias expanded, has at most kMaxExpandedNodes nodes holding
+// at most kMaxExpandedScalarBytes of scalars, nested at most kMaxNestingDepth deep; else
+// InvalidArgument located at the node where a bound was crossed. yaml-cpp shares an aliased node
+// rather than copying it, so a file of a few lines can stand for an exponential tree (a "billion
+// laughs" document), and an anchor used inside itself (`&a [*a]`) makes a cycle. Every later walk
+// of the tree is linear in its expanded size, so after this check all of them are bounded.
+// Iterative, so the check itself needs no stack however deep the document.
+absl::Status CheckExpandedSize(const FileContext& file, const YAML::Node& root);
 
 // YamlToJson()
 //

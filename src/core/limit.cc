@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+
 #include "src/util/strings.h"
 
 namespace sluice {
@@ -26,9 +27,9 @@ absl::StatusOr<Algorithm> ParseAlgorithm(std::string_view name) {
   for (size_t i = 0; i < kAlgorithmNames.size(); ++i) {
     if (kAlgorithmNames[i] == name) return static_cast<Algorithm>(i);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown algorithm '", internal::AbslView(name),
-      "' (expected fixed_window, sliding_window, sliding_log, token_bucket or gcra)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown algorithm '", internal::AbslView(name),
+                   "' (expected fixed_window, sliding_window, sliding_log, token_bucket or gcra)"));
 }
 
 int64_t Limit::Capacity() const {
@@ -46,15 +47,15 @@ absl::Status ValidateLimit(const Limit& l) {
   }
   const int64_t period_us = l.period.count();
   if (period_us < 1000 || period_us % 1000 != 0 || l.period > kMaxPeriod) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "limit.period: must be a whole number of milliseconds in [1ms, ",
-        kMaxPeriod.count() / 1000, "ms], got ", period_us, "us"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit.period: must be a whole number of milliseconds in [1ms, ",
+                     kMaxPeriod.count() / 1000, "ms], got ", period_us, "us"));
   }
   if (l.burst.has_value()) {
     if (!UsesBurst(l.algorithm)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "limit.burst: only token_bucket and gcra take a burst, not ",
-          internal::AbslView(AlgorithmName(l.algorithm))));
+      return absl::InvalidArgumentError(
+          absl::StrCat("limit.burst: only token_bucket and gcra take a burst, not ",
+                       internal::AbslView(AlgorithmName(l.algorithm))));
     }
     if (*l.burst < 1 || *l.burst > kMaxLimit) {
       return absl::InvalidArgumentError(
@@ -85,9 +86,10 @@ absl::Status ValidateLimit(const Limit& l) {
     case Algorithm::kTokenBucket:
     case Algorithm::kGcra:
       if (l.Capacity() > kMaxRateProduct / period_us || l.limit > kMaxRateProduct / period_us) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "limit: ", internal::AbslView(AlgorithmName(l.algorithm)), " needs max(limit, burst) x period_us <= 2^50; ",
-            Describe(l), " is too large (shorten the period or use fixed_window)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("limit: ", internal::AbslView(AlgorithmName(l.algorithm)),
+                         " needs max(limit, burst) x period_us <= 2^50; ", Describe(l),
+                         " is too large (shorten the period or use fixed_window)"));
       }
       break;
   }

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+
 #include "sluice/status_macros.h"
 
 namespace sluice {
@@ -42,8 +43,7 @@ absl::StatusOr<MultiDecision> Limiter::CheckAll(std::span<const LimitCheck> chec
   return store_.CheckAll(checks);
 }
 
-void Limiter::CheckAllAsync(std::span<const LimitCheck> checks,
-                            Store::MultiDecisionCallback done) {
+void Limiter::CheckAllAsync(std::span<const LimitCheck> checks, Store::MultiDecisionCallback done) {
   if (absl::Status s = ValidateChecks(checks); !s.ok()) {
     std::move(done)(std::move(s));
     return;

@@ -29,7 +29,7 @@ class RealClock final : public Clock {
 }  // namespace
 
 Clock& Clock::Real() {
-  static RealClock* clock = new RealClock();  // Never destroyed: usable during static teardown.
+  static auto* clock = new RealClock();  // Never destroyed: usable during static teardown.
   return *clock;
 }
 

@@ -1,9 +1,9 @@
 // ConfigWatcher: notices when the files under a config path change.
 //
-// It fingerprints every config file (path, size, modification time and inode, following symlinks)
-// and compares fingerprints on each Poll(). Fingerprints rather than inotify events, because a
-// Kubernetes ConfigMap update swaps a `..data` symlink: no watched file is written, but every
-// resolved inode changes. Polling once a second costs a few stat() calls.
+// It fingerprints every config file (path, size, modification time, inode and a hash of the
+// content, following symlinks) and compares fingerprints on each Poll(). Fingerprints rather than
+// inotify events, because a Kubernetes ConfigMap update swaps a `..data` symlink: no watched file
+// is written, but every resolved inode changes. Polling once a second reads a few small files.
 //
 // Thread safety: not thread-safe; poll from one thread.
 #ifndef SLUICE_SERVER_CONFIG_WATCHER_H_

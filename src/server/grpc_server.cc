@@ -1,11 +1,10 @@
 #include "src/server/grpc_server.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include <grpcpp/grpcpp.h>
 
 namespace sluice::server {
 namespace {
@@ -14,7 +13,7 @@ using envoy::service::ratelimit::v3::RateLimitRequest;
 using envoy::service::ratelimit::v3::RateLimitResponse;
 
 grpc::Status ToGrpcStatus(const absl::Status& s) {
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+  return {static_cast<grpc::StatusCode>(s.code()), std::string(s.message())};
 }
 
 class CallbackService final
@@ -26,15 +25,15 @@ class CallbackService final
                                             const RateLimitRequest* request,
                                             RateLimitResponse* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    service_.ShouldRateLimit(*request, [reactor, response](
-                                           absl::StatusOr<RateLimitResponse> result) mutable {
-      if (!result.ok()) {
-        reactor->Finish(ToGrpcStatus(result.status()));
-        return;
-      }
-      *response = *std::move(result);
-      reactor->Finish(grpc::Status::OK);
-    });
+    service_.ShouldRateLimit(*request,
+                             [reactor, response](absl::StatusOr<RateLimitResponse> result) mutable {
+                               if (!result.ok()) {
+                                 reactor->Finish(ToGrpcStatus(result.status()));
+                                 return;
+                               }
+                               *response = *std::move(result);
+                               reactor->Finish(grpc::Status::OK);
+                             });
     return reactor;
   }
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+
 #include "src/server/rate_limit_service.h"
 
 namespace sluice::server {

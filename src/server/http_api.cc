@@ -1,13 +1,13 @@
 #include "src/server/http_api.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "boost/json/serialize.hpp"
 #include "boost/json/value.hpp"
+#include <google/protobuf/util/json_util.h>
+
 #include "src/util/strings.h"
 
 namespace sluice::server {
@@ -21,6 +21,9 @@ HttpResponse ErrorResponse(int status, std::string_view code, std::string_view m
 }
 
 // The canonical code of a failed decision, as an HTTP status (style guide item 10).
+// The limit /healthcheck peeks at; any valid limit serves, since a peek records nothing.
+constexpr Limit kHealthCheckLimit{.limit = 1, .period = std::chrono::seconds(1)};
+
 int HttpStatusFor(const absl::Status& s) {
   switch (s.code()) {
     case absl::StatusCode::kInvalidArgument:
@@ -36,7 +39,7 @@ int HttpStatusFor(const absl::Status& s) {
 
 }  // namespace
 
-void HttpApi::Handle(HttpRequest request, HttpServer::Respond respond) {
+void HttpApi::Handle(const HttpRequest& request, HttpServer::Respond respond) {
   const std::string_view target = request.target;
   const std::string_view path = target.substr(0, target.find('?'));
   if (path == "/json") {
@@ -48,16 +51,16 @@ void HttpApi::Handle(HttpRequest request, HttpServer::Respond respond) {
   } else if (path == "/healthcheck") {
     HandleHealth(std::move(respond));
   } else if (path == "/metrics") {
-    std::move(respond)(HttpResponse{.status = 200,
-                                    .content_type = "text/plain; version=0.0.4",
-                                    .body = metrics_.Render()});
+    std::move(respond)(HttpResponse{
+        .status = 200, .content_type = "text/plain; version=0.0.4", .body = metrics_.Render()});
   } else if (path == "/rlconfig") {
     std::shared_ptr<const RateLimitConfig> config = service_.config();
     std::move(respond)(HttpResponse{.status = 200,
                                     .content_type = "text/plain",
                                     .body = config != nullptr ? config->Dump() : ""});
   } else {
-    std::move(respond)(ErrorResponse(404, "not_found", absl::StrCat("no route ", internal::AbslView(path))));
+    std::move(respond)(
+        ErrorResponse(404, "not_found", absl::StrCat("no route ", internal::AbslView(path))));
   }
 }
 
@@ -67,26 +70,26 @@ void HttpApi::HandleJson(const HttpRequest& request, HttpServer::Respond respond
   options.ignore_unknown_fields = false;
   if (auto s = google::protobuf::util::JsonStringToMessage(request.body, &parsed, options);
       !s.ok()) {
-    std::move(respond)(ErrorResponse(400, "invalid_argument",
-                                     absl::StrCat("bad RateLimitRequest JSON: ", std::string(s.message()))));
+    std::move(respond)(
+        ErrorResponse(400, "invalid_argument",
+                      absl::StrCat("bad RateLimitRequest JSON: ", std::string(s.message()))));
     return;
   }
-  service_.ShouldRateLimit(parsed, [respond = std::move(respond)](
-                                       absl::StatusOr<RateLimitResponse> result) mutable {
-    if (!result.ok()) {
-      const int status = HttpStatusFor(result.status());
-      std::move(respond)(ErrorResponse(
-          status, absl::StatusCodeToString(result.status().code()),
-          std::string(result.status().message())));
-      return;
-    }
-    std::string body;
-    google::protobuf::util::JsonPrintOptions print;
-    print.preserve_proto_field_names = false;
-    (void)google::protobuf::util::MessageToJsonString(*result, &body, print);
-    const int status = result->overall_code() == RateLimitResponse::OVER_LIMIT ? 429 : 200;
-    std::move(respond)(HttpResponse{.status = status, .body = std::move(body)});
-  });
+  service_.ShouldRateLimit(
+      parsed, [respond = std::move(respond)](absl::StatusOr<RateLimitResponse> result) mutable {
+        if (!result.ok()) {
+          const int status = HttpStatusFor(result.status());
+          std::move(respond)(ErrorResponse(status, absl::StatusCodeToString(result.status().code()),
+                                           std::string(result.status().message())));
+          return;
+        }
+        std::string body;
+        google::protobuf::util::JsonPrintOptions print;
+        print.preserve_proto_field_names = false;
+        (void)google::protobuf::util::MessageToJsonString(*result, &body, print);
+        const int status = result->overall_code() == RateLimitResponse::OVER_LIMIT ? 429 : 200;
+        std::move(respond)(HttpResponse{.status = status, .body = std::move(body)});
+      });
 }
 
 void HttpApi::HandleHealth(HttpServer::Respond respond) {
@@ -100,12 +103,12 @@ void HttpApi::HandleHealth(HttpServer::Respond respond) {
   }
   // A peek writes nothing but runs the same path as a real check (for Redis: EVALSHA, with
   // NOSCRIPT recovery), so a server that answers PING but cannot run our scripts is unhealthy.
-  static const Limit kCanary{.limit = 1, .period = std::chrono::seconds(1)};
   health_store_.CheckAsync(
-      "sluice-healthcheck", kCanary, 0,
-      [respond = std::move(respond)](absl::StatusOr<Decision> d) mutable {
+      "sluice-healthcheck", kHealthCheckLimit, 0,
+      [respond = std::move(respond)](const absl::StatusOr<Decision>& d) mutable {
         if (!d.ok()) {
-          std::move(respond)(ErrorResponse(503, "store_unavailable", std::string(d.status().message())));
+          std::move(respond)(
+              ErrorResponse(503, "store_unavailable", std::string(d.status().message())));
           return;
         }
         std::move(respond)(HttpResponse{.status = 200, .content_type = "text/plain", .body = "OK"});

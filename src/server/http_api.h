@@ -15,6 +15,7 @@
 #include <atomic>
 
 #include "sluice/store.h"
+
 #include "src/server/http_server.h"
 #include "src/server/metrics.h"
 #include "src/server/rate_limit_service.h"
@@ -32,7 +33,7 @@ class HttpApi {
   void MarkTerminating() { terminating_.store(true); }
 
   // Answers one request; usable as an HttpServer::Handler.
-  void Handle(HttpRequest request, HttpServer::Respond respond);
+  void Handle(const HttpRequest& request, HttpServer::Respond respond);
 
  private:
   void HandleJson(const HttpRequest& request, HttpServer::Respond respond);

@@ -1,15 +1,17 @@
 #include "src/server/http_server.h"
 
+#include <exception>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <optional>
-#include <thread>
-
-#include "absl/strings/str_cat.h"
 
 namespace sluice::server {
 namespace {
@@ -35,8 +37,9 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(options_.max_body_bytes);
     parser_->header_limit(16 * 1024);
     stream_.expires_after(options_.idle_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
@@ -61,8 +64,9 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     // The answer may come from another thread (an async store); hop back onto our strand.
     handler_(std::move(request), [self = shared_from_this()](HttpResponse response) mutable {
-      net::post(self->stream_.get_executor(),
-                [self, response = std::move(response)]() mutable { self->Write(std::move(response)); });
+      net::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->Write(std::move(response));
+      });
     });
   }
 
@@ -125,7 +129,19 @@ struct HttpServer::Impl {
 HttpServer::HttpServer(HttpServerOptions options, Handler handler)
     : impl_(std::make_unique<Impl>(std::move(options), std::move(handler))) {}
 
-HttpServer::~HttpServer() { Stop(); }
+HttpServer::~HttpServer() {
+  // Stop() throws only when an I/O thread cannot be joined (std::system_error), which leaves no
+  // state to carry on from: say why, then end the process as the escaping exception would have.
+  try {
+    Stop();
+  } catch (const std::exception& e) {
+    spdlog::critical("http: stopping the server failed: {}", e.what());
+    std::terminate();
+  } catch (...) {
+    spdlog::critical("http: stopping the server failed");
+    std::terminate();
+  }
+}
 
 absl::Status HttpServer::Start() {
   beast::error_code ec;

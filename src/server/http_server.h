@@ -52,7 +52,7 @@ struct HttpServerOptions {
   // I/O threads. Default: 1.
   int threads = 1;
   // Largest request body accepted; larger requests get 413. Default: 64 KiB.
-  size_t max_body_bytes = 64 * 1024;
+  size_t max_body_bytes = size_t{64} * 1024;
   // A connection idle this long is closed. Default: 30 s.
   std::chrono::seconds idle_timeout{30};
 };

@@ -1,10 +1,10 @@
 // sluiced: a rate limit service, drop-in for envoyproxy/ratelimit (gRPC and /json), on the memory
 // or the Redis store. See docs/sluiced.md.
-#include <signal.h>
-
-#include <CLI/CLI.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <ctime>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -12,9 +12,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "spdlog/spdlog.h"
+#include <CLI/CLI.hpp>
+
 #include "sluice/config.h"
 #include "sluice/failure_policy.h"
-#include "spdlog/spdlog.h"
+
 #include "src/server/config_watcher.h"
 #include "src/server/grpc_server.h"
 #include "src/server/http_api.h"
@@ -120,12 +123,11 @@ int Run(const Flags& flags) {
     return 2;
   }
   HttpApi api(service, metrics, *stores->health_store);
-  HttpServer http({.address = http_addr->first,
-                   .port = http_addr->second,
-                   .threads = flags.http_threads},
-                  [&api](HttpRequest req, HttpServer::Respond respond) {
-                    api.Handle(std::move(req), std::move(respond));
-                  });
+  HttpServer http(
+      {.address = http_addr->first, .port = http_addr->second, .threads = flags.http_threads},
+      [&api](const HttpRequest& req, HttpServer::Respond respond) {
+        api.Handle(req, std::move(respond));
+      });
   if (absl::Status s = http.Start(); !s.ok()) {
     spdlog::error("{}", internal::StdView(s.message()));
     return 1;
@@ -166,11 +168,8 @@ int Run(const Flags& flags) {
   return 0;
 }
 
-}  // namespace
-}  // namespace sluice::server
-
-int main(int argc, char** argv) {
-  sluice::server::Flags flags;
+int Main(int argc, char** argv) {
+  Flags flags;
   CLI::App app{"sluiced: distributed rate limit service (Envoy RLS compatible)"};
   app.add_option("--config", flags.config, "Config file or directory of *.yaml files");
   app.add_option("--validate", flags.validate, "Check a config file or directory and exit");
@@ -198,10 +197,26 @@ int main(int argc, char** argv) {
   app.add_option("--drain-ms", flags.drain_ms, "After SIGTERM, fail health checks this long")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  if (!flags.validate.empty()) return sluice::server::Validate(flags.validate);
+  if (!flags.validate.empty()) return Validate(flags.validate);
   if (flags.config.empty()) {
     std::cerr << "--config is required\n";
     return 2;
   }
-  return sluice::server::Run(flags);
+  return Run(flags);
+}
+
+}  // namespace
+}  // namespace sluice::server
+
+int main(int argc, char** argv) {
+  // Errors are values inside sluiced; an exception that still gets here (out of memory, a thread
+  // that cannot start) is logged and ends the process with a failure status, not an abort.
+  try {
+    return sluice::server::Main(argc, argv);
+  } catch (const std::exception& e) {
+    spdlog::critical("sluiced: fatal: {}", e.what());
+  } catch (...) {
+    spdlog::critical("sluiced: fatal: unknown exception");
+  }
+  return EXIT_FAILURE;
 }

@@ -1,5 +1,7 @@
 #include "src/server/metrics.h"
 
+#include <array>
+#include <atomic>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -88,13 +90,14 @@ std::string Metrics::Render() const {
                     value, "\n");
   };
   {
-    static constexpr std::array<std::pair<absl::string_view, absl::string_view>, 5> kRuleMetrics = {{
-        {"sluice_rule_total_hits", "Hits seen per rule."},
-        {"sluice_rule_within_limit", "Hits within the limit per rule."},
-        {"sluice_rule_near_limit", "Hits within the limit but above 80% of it per rule."},
-        {"sluice_rule_over_limit", "Hits over the limit per rule."},
-        {"sluice_rule_shadow_mode", "Hits over the limit of shadow-mode rules (not denied)."},
-    }};
+    static constexpr std::array<std::pair<absl::string_view, absl::string_view>, 5> kRuleMetrics = {
+        {
+            {"sluice_rule_total_hits", "Hits seen per rule."},
+            {"sluice_rule_within_limit", "Hits within the limit per rule."},
+            {"sluice_rule_near_limit", "Hits within the limit but above 80% of it per rule."},
+            {"sluice_rule_over_limit", "Hits over the limit per rule."},
+            {"sluice_rule_shadow_mode", "Hits over the limit of shadow-mode rules (not denied)."},
+        }};
     internal::MutexLock lock(&mu_);
     for (size_t m = 0; m < kRuleMetrics.size(); ++m) {
       absl::StrAppend(&out, "# HELP ", kRuleMetrics[m].first, " ", kRuleMetrics[m].second,
@@ -102,8 +105,8 @@ std::string Metrics::Render() const {
       for (const auto& [key, c] : rules_) {
         std::pair<absl::string_view, absl::string_view> parts =
             absl::StrSplit(key, absl::MaxSplits(kSeparator, 1));
-        const std::atomic<uint64_t>* values[] = {&c->total_hits, &c->within_limit, &c->near_limit,
-                                                 &c->over_limit, &c->shadow_mode};
+        const std::array<const std::atomic<uint64_t>*, kRuleMetrics.size()> values = {
+            &c->total_hits, &c->within_limit, &c->near_limit, &c->over_limit, &c->shadow_mode};
         absl::StrAppend(&out, kRuleMetrics[m].first, "{domain=\"", EscapeLabel(parts.first),
                         "\",rule=\"", EscapeLabel(parts.second), "\"} ",
                         values[m]->load(std::memory_order_relaxed), "\n");

@@ -19,9 +19,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+
 #include "src/util/mutex.h"
 
 namespace sluice::server {

@@ -6,8 +6,8 @@
 // can only add usage), so the entry is exact, not approximate: it lives for retry_after measured on
 // the local monotonic clock, and only answers requests of at least the denied cost. The trade-off
 // is memory (bounded by `max_entries`; when full, new entries are dropped after expired ones are
-// swept) and that a limit raised by a config reload is seen only when the entry expires — entries are
-// keyed by the store key, which includes the limit's algorithm and period but not its quota.
+// swept) and that a limit raised by a config reload is seen only when the entry expires — entries
+// are keyed by the store key, which includes the limit's algorithm and period but not its quota.
 //
 // Thread safety: thread-safe.
 #ifndef SLUICE_SERVER_OVER_LIMIT_CACHE_H_
@@ -17,9 +17,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+
 #include "src/util/mutex.h"
 
 namespace sluice::server {

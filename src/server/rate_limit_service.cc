@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+
 #include "src/util/strings.h"
 
 namespace sluice::server {
@@ -125,8 +126,7 @@ struct RateLimitService::Call {
   absl::Status error ABSL_GUARDED_BY(mu);
 };
 
-RateLimitService::RateLimitService(Store& store, Metrics& metrics,
-                                   RateLimitServiceOptions options)
+RateLimitService::RateLimitService(Store& store, Metrics& metrics, RateLimitServiceOptions options)
     : store_(store),
       metrics_(metrics),
       options_(options),
@@ -154,8 +154,8 @@ absl::Status ValidateRequest(const RateLimitRequest& request,
     return absl::InvalidArgumentError("descriptors: at least one descriptor is required");
   }
   if (static_cast<size_t>(request.descriptors_size()) > options.max_descriptors) {
-    return absl::InvalidArgumentError(absl::StrCat("descriptors: at most ",
-                                                   options.max_descriptors, " are allowed"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("descriptors: at most ", options.max_descriptors, " are allowed"));
   }
   for (int i = 0; i < request.descriptors_size(); ++i) {
     const Descriptor& d = request.descriptors(i);
@@ -265,9 +265,8 @@ void RateLimitService::ShouldRateLimit(const RateLimitRequest& request, Callback
   }
   // `replaces`: a matched limit named by another matched rule is dropped, its counter untouched.
   if (!replaced.empty()) {
-    std::erase_if(call->slots, [&](const Slot& s) {
-      return !s.name.empty() && replaced.contains(s.name);
-    });
+    std::erase_if(call->slots,
+                  [&](const Slot& s) { return !s.name.empty() && replaced.contains(s.name); });
   }
 
   // Enforced limits are decided all-or-nothing. A limit already known to be over (requests_per_unit
@@ -333,10 +332,9 @@ void RateLimitService::ShouldRateLimit(const RateLimitRequest& request, Callback
       complete(call->enforced_slots, MultiDecision{.allowed = r->allowed, .decisions = {*r}});
     });
   } else if (!call->enforced_checks.empty()) {
-    store_.CheckAllAsync(call->enforced_checks,
-                         [call, complete](absl::StatusOr<MultiDecision> r) {
-                           complete(call->enforced_slots, std::move(r));
-                         });
+    store_.CheckAllAsync(call->enforced_checks, [call, complete](absl::StatusOr<MultiDecision> r) {
+      complete(call->enforced_slots, std::move(r));
+    });
   }
 }
 
@@ -345,8 +343,8 @@ void RateLimitService::Finish(const std::shared_ptr<Call>& call) {
     internal::MutexLock lock(&call->mu);
     if (!call->error.ok()) {
       absl::Status error = call->error;
-      metrics_.ObserveDecisionLatency(std::chrono::duration_cast<std::chrono::microseconds>(
-          clock_.Now() - call->started));
+      metrics_.ObserveDecisionLatency(
+          std::chrono::duration_cast<std::chrono::microseconds>(clock_.Now() - call->started));
       std::move(call->done)(
           absl::UnavailableError(absl::StrCat("rate limit store failed: ", error.message())));
       return;

@@ -1,9 +1,9 @@
 // RateLimitService: envoyproxy/ratelimit's ShouldRateLimit semantics over a sluice Store.
 //
 // For each request descriptor: a per-descriptor `limit` override wins over the config; otherwise
-// the config's most specific rule applies (RateLimitConfig::Match). `unlimited` rules answer OK with
-// limit_remaining 4294967295 and never touch the store; `requests_per_unit: 0` denies without a
-// store call. Hits: a descriptor's `hits_addend` wins even when 0 (a check that counts nothing),
+// the config's most specific rule applies (RateLimitConfig::Match). `unlimited` rules answer OK
+// with limit_remaining 4294967295 and never touch the store; `requests_per_unit: 0` denies without
+// a store call. Hits: a descriptor's `hits_addend` wins even when 0 (a check that counts nothing),
 // else max(1, request hits_addend). Every enforced limit of every descriptor is decided in ONE
 // all-or-nothing Store::CheckAll, so a request rejected by one limit consumes none of the others
 // (envoyproxy/ratelimit increments the others). Shadow-mode limits are decided in a separate call,
@@ -23,13 +23,15 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
-#include "src/util/mutex.h"
 #include "envoy/service/ratelimit/v3/rls.pb.h"
+
 #include "sluice/clock.h"
 #include "sluice/config.h"
 #include "sluice/store.h"
+
 #include "src/server/metrics.h"
 #include "src/server/over_limit_cache.h"
+#include "src/util/mutex.h"
 
 namespace sluice::server {
 

@@ -1,10 +1,11 @@
 #include "src/server/store_factory.h"
 
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
 #include "sluice/memory_store.h"
 #include "sluice/redis_store.h"
 #include "sluice/store_url.h"
-#include "spdlog/spdlog.h"
 
 namespace sluice::server {
 

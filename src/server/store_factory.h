@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+
 #include "sluice/failure_policy.h"
 #include "sluice/store.h"
 
@@ -21,8 +22,8 @@ struct StoreHandles {
   std::string description;
 };
 
-// Returns the store for `url` ("memory", "redis://...", "rediss://..."), or InvalidArgument for a bad
-// URL / Unavailable when the store cannot be set up.
+// Returns the store for `url` ("memory", "redis://...", "rediss://..."), or InvalidArgument for a
+// bad URL / Unavailable when the store cannot be set up.
 absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const FailurePolicy& policy);
 
 }  // namespace sluice::server

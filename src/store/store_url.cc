@@ -1,5 +1,6 @@
 #include "sluice/store_url.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -8,7 +9,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include <boost/url/encode.hpp>
+#include <boost/url/grammar/lut_chars.hpp>
 #include <boost/url/parse.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 #include <boost/url/url_view.hpp>
 
 #include "src/util/strings.h"
@@ -23,6 +27,12 @@ constexpr std::string_view kForms =
     R"(expected "memory", "redis://[[user]:password@]host[:port][/db]" or "rediss://...")";
 // Upper bound on timeouts given in the URL: beyond an hour a value is surely a unit mistake.
 constexpr int64_t kMaxTimeoutMs = 3'600'000;
+// What a host name may hold once decoded (DNS names, and '_' as container runtimes use it).
+constexpr urls::grammar::lut_chars kHostNameChars =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._";
+// Left unencoded in Redacted()'s parameter values, for readable paths; the rest is escaped so that
+// '&', '=', '+', '#' and spaces in a value parse back as themselves.
+constexpr urls::grammar::lut_chars kParamValueChars = urls::unreserved_chars + "/:@";
 
 absl::Status Invalid(std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("invalid store URL: ", AbslView(what)));
@@ -92,6 +102,11 @@ absl::Status ParseHost(const urls::url_view& view, StoreUrl& url) {
       return Invalid("unsupported host");
   }
   if (url.host.empty()) return Invalid("missing host");
+  // A name is decoded; "h%2Fx" or "a%3Ab" cannot be resolved and would not survive Redacted().
+  if (view.host_type() == urls::host_type::name &&
+      !std::all_of(url.host.begin(), url.host.end(), [](char c) { return kHostNameChars(c); })) {
+    return Invalid("the host name may hold only letters, digits, '.', '-' and '_'");
+  }
   if (view.has_port() && !view.port().empty()) {
     absl::StatusOr<int64_t> port = ParseInt("port", view.port(), 1, 65535);
     if (!port.ok()) return port.status();
@@ -151,6 +166,14 @@ absl::StatusOr<StoreUrl> ParseStoreUrl(std::string_view text) {
   }
   const urls::url_view& view = *parsed;
   if (view.has_fragment()) return Invalid("a fragment (#...) is not allowed");
+  // A password with an unencoded '/' ends the authority early: "redis://u:123/x@h" reads as host
+  // "u", port 123 and path "/x@h". The path is only a database number and never holds '@', so
+  // this is caught before the port and the path are checked, whose errors would quote them.
+  if (view.encoded_path().find('@') != urls::pct_string_view::npos) {
+    return Invalid(
+        "'@' after the host; percent-encode reserved characters such as / ? # in the user name "
+        "and password");
+  }
   if (view.has_userinfo()) {
     url.username = view.user();
     if (view.has_password()) url.password = view.password();
@@ -174,13 +197,15 @@ std::string StoreUrl::Redacted() const {
   if (kind == Kind::kMemory) return "memory";
   std::string out = tls ? "rediss://" : "redis://";
   if (!username.empty() || !password.empty()) {
-    absl::StrAppend(&out, username, password.empty() ? "" : ":***", "@");
+    absl::StrAppend(&out, urls::encode(username, urls::unreserved_chars),
+                    password.empty() ? "" : ":***", "@");
   }
   absl::StrAppend(&out, HostPort());
   if (db != 0) absl::StrAppend(&out, "/", db);
   char sep = '?';
   auto param = [&](std::string_view key, std::string_view value) {
-    absl::StrAppend(&out, absl::string_view(&sep, 1), AbslView(key), "=", AbslView(value));
+    absl::StrAppend(&out, absl::string_view(&sep, 1), AbslView(key), "=",
+                    urls::encode(value, kParamValueChars));
     sep = '&';
   };
   if (!password_file.empty()) param("password_file", password_file);

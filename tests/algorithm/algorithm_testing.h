@@ -20,7 +20,6 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
-#include <ostream>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -29,16 +28,10 @@
 #include "sluice/decision.h"
 #include "sluice/limit.h"
 
-namespace sluice {
+#include "src/algorithm/math_internal.h"
+#include "tests/testing/decision_printer.h"
 
-// Makes gtest print a Decision as its fields rather than as bytes.
-inline void PrintTo(const Decision& d, std::ostream* os) {
-  *os << "{allowed=" << d.allowed << " limit=" << d.limit << " remaining=" << d.remaining
-      << " reset_after=" << d.reset_after.count() << "us retry_after=" << d.retry_after.count()
-      << "us from_fallback=" << d.from_fallback << "}";
-}
-
-namespace algorithm_testing {
+namespace sluice::algorithm_testing {
 
 // 1700000000 s since the epoch: a multiple of every period below a minute that divides 10 s.
 inline constexpr int64_t kT0 = 1'700'000'000'000'000;
@@ -53,21 +46,11 @@ inline Limit MakeLimit(Algorithm algorithm, int64_t limit, int64_t period_ms,
                .burst = burst};
 }
 
+// Expected decisions are built by the same plain constructors the algorithms use.
 inline Decision Allowed(int64_t capacity, int64_t remaining, int64_t reset_after_us) {
-  return Decision{.allowed = true,
-                  .limit = capacity,
-                  .remaining = remaining,
-                  .reset_after = std::chrono::microseconds(reset_after_us)};
+  return algorithm::internal::Admitted(capacity, remaining, reset_after_us);
 }
-
-inline Decision Denied(int64_t capacity, int64_t remaining, int64_t reset_after_us,
-                       int64_t retry_after_us) {
-  return Decision{.allowed = false,
-                  .limit = capacity,
-                  .remaining = remaining,
-                  .reset_after = std::chrono::microseconds(reset_after_us),
-                  .retry_after = std::chrono::microseconds(retry_after_us)};
-}
+using algorithm::internal::Denied;
 
 template <typename State>
 using DecideFn = Decision (*)(const Limit&, State&, int64_t, int64_t);
@@ -192,7 +175,6 @@ void CheckInvariantsOnRandomSequences(Algorithm algorithm, DecideFn<State> decid
   }
 }
 
-}  // namespace algorithm_testing
-}  // namespace sluice
+}  // namespace sluice::algorithm_testing
 
 #endif  // SLUICE_TESTS_ALGORITHM_ALGORITHM_TESTING_H_

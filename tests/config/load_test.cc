@@ -1,5 +1,6 @@
 // Loading from disk: single files, directories, dotfiles, symlinks and the Kubernetes ConfigMap
 // layout, and that a bad file never yields a partial config.
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -7,7 +8,6 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include <stdlib.h>
 
 #include "sluice/config.h"
 
@@ -23,10 +23,10 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-constexpr char kAlpha[] =
+constexpr const char* kAlpha =
     "domain: alpha\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: "
     "1}\n";
-constexpr char kBeta[] =
+constexpr const char* kBeta =
     "domain: beta\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: "
     "2}\n";
 
@@ -125,7 +125,7 @@ TEST_F(LoadTest, MissingPathAndEmptyDirectoryAreNotFound) {
 }
 
 TEST(ParseRateLimitConfig, DuplicateDomainInMemory) {
-  const ConfigSource sources[] = {{"one.yaml", kAlpha}, {"two.yaml", kAlpha}};
+  const auto sources = std::to_array<ConfigSource>({{"one.yaml", kAlpha}, {"two.yaml", kAlpha}});
   const auto config = ParseRateLimitConfig(sources);
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.status().message(),
@@ -147,15 +147,16 @@ TEST(ExampleConfig, LoadsAndMatches) {
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_THAT((*config)->Domains(), ElementsAre("sluice-demo"));
   const RateLimitConfig& c = **config;
-  const DescriptorEntry login[] = {{"path", "/login"}, {"remote_address", "10.0.0.1"}};
+  const auto login =
+      std::to_array<DescriptorEntry>({{"path", "/login"}, {"remote_address", "10.0.0.1"}});
   EXPECT_EQ(c.Match("sluice-demo", login)->rule->limits[0].requests_per_unit, 3u);
-  const DescriptorEntry internal[] = {{"internal", "true"}};
+  const auto internal = std::to_array<DescriptorEntry>({{"internal", "true"}});
   EXPECT_TRUE(c.Match("sluice-demo", internal)->rule->unlimited);
-  const DescriptorEntry search[] = {{"search_user", "u1"}};
+  const auto search = std::to_array<DescriptorEntry>({{"search_user", "u1"}});
   EXPECT_TRUE(c.Match("sluice-demo", search)->rule->shadow_mode);
-  const DescriptorEntry api[] = {{"api_key", "k1"}};
+  const auto api = std::to_array<DescriptorEntry>({{"api_key", "k1"}});
   EXPECT_EQ(c.Match("sluice-demo", api)->rule->limits[0].limit->algorithm, Algorithm::kGcra);
-  const DescriptorEntry user[] = {{"user", "alice"}};
+  const auto user = std::to_array<DescriptorEntry>({{"user", "alice"}});
   EXPECT_EQ(c.Match("sluice-demo", user)->rule->limits.size(), 2u);
 }
 

@@ -1,5 +1,6 @@
 // Matching: the reference's GetLimit() order (exact, first wildcard, value-less default), depth,
 // no backtracking, and what sluiced needs to build counter and stats keys.
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,14 +34,14 @@ std::shared_ptr<const RateLimitConfig> Load(const std::string& fixture) {
 
 // requests_per_unit of the single limit matched by `entries`, or -1 when nothing matches.
 int64_t Quota(const RateLimitConfig& config, std::string_view domain,
-              std::vector<DescriptorEntry> entries) {
+              const std::vector<DescriptorEntry>& entries) {
   const std::optional<RuleMatch> match = config.Match(domain, entries);
   if (!match.has_value()) return -1;
   if (match->rule->limits.empty()) return -2;  // unlimited
   return match->rule->limits[0].requests_per_unit;
 }
 
-constexpr char kPrecedence[] = R"(
+constexpr const char* kPrecedence = R"(
 domain: d
 descriptors:
   - key: k

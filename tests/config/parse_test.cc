@@ -1,5 +1,6 @@
 // Parsing: the reference README's examples (rewritten), sluice's extensions, and one fixture per
 // error, each checked for its exact file:line:column and field.
+#include <array>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -35,7 +36,7 @@ absl::StatusOr<std::shared_ptr<const RateLimitConfig>> ParseOne(const std::strin
 // The rule matched by a one-entry descriptor.
 const Rule* RuleFor(const RateLimitConfig& config, std::string_view domain, std::string_view key,
                     std::string_view value) {
-  const DescriptorEntry entries[] = {{key, value}};
+  const auto entries = std::to_array<DescriptorEntry>({{key, value}});
   const std::optional<RuleMatch> match = config.Match(domain, entries);
   return match.has_value() ? match->rule : nullptr;
 }
@@ -89,8 +90,8 @@ TEST(ParseReadme, Example5Unlimited) {
 TEST(ParseReadme, Example7NameAndReplaces) {
   const auto config = LoadFixture("readme_7_replaces.yaml");
   ASSERT_NE(config, nullptr);
-  const DescriptorEntry first[] = {{"key_1", "value_1"}, {"user", "bkthomps"}};
-  const DescriptorEntry second[] = {{"key_2", "value_2"}, {"user", "bkthomps"}};
+  const auto first = std::to_array<DescriptorEntry>({{"key_1", "value_1"}, {"user", "bkthomps"}});
+  const auto second = std::to_array<DescriptorEntry>({{"key_2", "value_2"}, {"user", "bkthomps"}});
   const auto named = config->Match("example7", first);
   const auto replacing = config->Match("example7", second);
   ASSERT_TRUE(named.has_value());
@@ -147,18 +148,19 @@ TEST(ParseExtensions, SeveralLimitsOnOneNode) {
 TEST(ParseExtensions, WeekMonthYearUnitsCaseInsensitive) {
   const auto config = LoadFixture("sluice_extensions.yaml");
   ASSERT_NE(config, nullptr);
-  const struct {
+  struct Case {
     const char* key;
     RateLimitUnit unit;
     std::chrono::hours period;
     Algorithm algorithm;
-  } cases[] = {
+  };
+  const auto cases = std::to_array<Case>({
       {"weekly", RateLimitUnit::kWeek, std::chrono::hours(24 * 7), Algorithm::kSlidingLog},
       {"monthly", RateLimitUnit::kMonth, std::chrono::hours(24 * 30), Algorithm::kTokenBucket},
       {"yearly", RateLimitUnit::kYear, std::chrono::hours(24 * 365), Algorithm::kFixedWindow},
-  };
+  });
   for (const auto& c : cases) {
-    const DescriptorEntry entries[] = {{"tenant", "t1"}, {c.key, "x"}};
+    const auto entries = std::to_array<DescriptorEntry>({{"tenant", "t1"}, {c.key, "x"}});
     const auto match = config->Match("extensions", entries);
     ASSERT_TRUE(match.has_value()) << c.key;
     EXPECT_EQ(match->rule->limits[0].unit, c.unit) << c.key;
@@ -248,7 +250,7 @@ TEST(ParseInline, RulesCarryTheirLocationAndConfigKey) {
       "domain: d\ndescriptors:\n  - key: a\n    value: b\n    descriptors:\n      - key: c\n"
       "        rate_limit: {unit: second, requests_per_unit: 1}\n");
   ASSERT_TRUE(config.ok()) << config.status();
-  const DescriptorEntry entries[] = {{"a", "b"}, {"c", "x"}};
+  const auto entries = std::to_array<DescriptorEntry>({{"a", "b"}, {"c", "x"}});
   const auto match = (*config)->Match("d", entries);
   ASSERT_TRUE(match.has_value());
   EXPECT_EQ(match->rule->config_key, "d.a_b.c");
@@ -279,6 +281,62 @@ TEST(ParseInline, DeepNestingIsAnErrorNotACrash) {
       ParseOne("domain: d\ndescriptors: " + std::string(5000, '[') + std::string(5000, ']') + "\n");
   ASSERT_FALSE(config.ok());
   EXPECT_THAT(std::string(config.status().message()), StartsWith("inline.yaml:2:"));
+}
+
+// Regression (found by fuzz/config_fuzzer.cc): yaml-cpp 0.7's LoadAll() never returned on a
+// stray ',' (jbeder/yaml-cpp#1040): it produced empty documents without end, until memory ran out.
+TEST(ParseInline, StrayCommaIsAnErrorNotAnEndlessLoop) {
+  for (const std::string yaml : {",", "domain: d\n---\n,", "domain: d\n,\n"}) {
+    const auto config = ParseOne(yaml);
+    ASSERT_FALSE(config.ok()) << yaml;
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(config.status().message()), StartsWith("inline.yaml:")) << yaml;
+  }
+  // Empty documents after the first are still accepted, as before.
+  const auto config = ParseOne("domain: d\n---\n...\n---\n# nothing\n--- ~\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE((*config)->HasDomain("d"));
+}
+
+// Regression (found by fuzz/config_fuzzer.cc): an anchor used inside itself made yaml-cpp build a
+// cyclic tree, and the descriptor and metadata walks recursed until the stack overflowed.
+TEST(ParseInline, RecursiveAnchorIsAnErrorNotAStackOverflow) {
+  for (const std::string yaml : {
+           "domain: d\ndescriptors: &d\n  - key: a\n    descriptors: *d\n",
+           "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {x: *m}\n",
+       }) {
+    const auto config = ParseOne(yaml);
+    ASSERT_FALSE(config.ok()) << yaml;
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(config.status().message()),
+                AllOf(StartsWith("inline.yaml:"), HasSubstr("anchor is used inside itself")));
+  }
+}
+
+// Regression (found by fuzz/config_fuzzer.cc): aliases of aliases ("billion laughs") made a file
+// of a few lines expand to billions of nodes, which the metadata JSON and the descriptor tree
+// were built from, exhausting memory. Expansion is now bounded; aliases within it still work.
+TEST(ParseInline, AliasExpansionIsBounded) {
+  std::string yaml = "domain: d\ndescriptors:\n  - key: a\n    metadata:\n";
+  yaml += "      l0: &l0 [a, a, a, a, a, a, a, a, a, a]\n";
+  for (int i = 1; i < 9; ++i) {
+    const std::string prev = "*l" + std::to_string(i - 1);
+    yaml += "      l" + std::to_string(i) + ": &l" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) yaml += (j == 0 ? "" : ", ") + prev;
+    yaml += "]\n";
+  }
+  yaml += "    rate_limit: {unit: second, requests_per_unit: 1}\n";
+  const auto config = ParseOne(yaml);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(config.status().message()),
+              AllOf(StartsWith("inline.yaml:"), HasSubstr("once aliases are expanded")));
+
+  const auto small = ParseOne(
+      "domain: d\ndescriptors:\n  - key: a\n    rate_limit: &r {unit: second, "
+      "requests_per_unit: 1}\n  - key: b\n    rate_limit: *r\n");
+  ASSERT_TRUE(small.ok()) << small.status();
+  ASSERT_NE(RuleFor(**small, "d", "b", "x"), nullptr);
 }
 
 // One invalid fixture per error: its exact location and field, and the gist of the message.

@@ -1,20 +1,21 @@
 #include "src/server/grpc_server.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <memory>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "gtest/gtest.h"
+#include <grpcpp/grpcpp.h>
+
 #include "sluice/config.h"
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
+
 #include "tests/testing/faulty_store.h"
 
 namespace sluice::server {
 namespace {
 
-constexpr char kConfig[] = R"yaml(
+constexpr const char* kConfig = R"yaml(
 domain: edge
 descriptors:
   - key: remote_address

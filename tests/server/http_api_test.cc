@@ -4,9 +4,11 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+
 #include "sluice/config.h"
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
+
 #include "tests/testing/faulty_store.h"
 #include "tests/testing/manual_clock.h"
 
@@ -15,14 +17,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kConfig[] = R"yaml(
+constexpr const char* kConfig = R"yaml(
 domain: edge
 descriptors:
   - key: remote_address
     rate_limit: {unit: minute, requests_per_unit: 1}
 )yaml";
 
-constexpr char kRequest[] =
+constexpr const char* kRequest =
     R"({"domain":"edge","descriptors":[{"entries":[{"key":"remote_address","value":"1.2.3.4"}]}]})";
 
 class HttpApiTest : public ::testing::Test {
@@ -47,10 +49,10 @@ class HttpApiTest : public ::testing::Test {
 
   HttpResponse Send(std::string method, std::string target, std::string body = "") {
     HttpResponse out{.status = 0};
-    api_->Handle(HttpRequest{.method = std::move(method),
-                             .target = std::move(target),
-                             .body = std::move(body)},
-                 [&out](HttpResponse r) { out = std::move(r); });
+    api_->Handle(
+        HttpRequest{
+            .method = std::move(method), .target = std::move(target), .body = std::move(body)},
+        [&out](HttpResponse r) { out = std::move(r); });
     return out;
   }
 

@@ -14,9 +14,12 @@ TEST(Metrics, CountsHitsPerRuleAndOutcome) {
   m.CountRule("edge", "edge.remote_address", RuleOutcome::kWithinLimit, 3);
   m.CountRule("edge", "edge.remote_address", RuleOutcome::kOverLimit, 2);
   const std::string text = m.Render();
-  EXPECT_THAT(text, HasSubstr(R"(sluice_rule_total_hits{domain="edge",rule="edge.remote_address"} 5)"));
-  EXPECT_THAT(text, HasSubstr(R"(sluice_rule_over_limit{domain="edge",rule="edge.remote_address"} 2)"));
-  EXPECT_THAT(text, HasSubstr(R"(sluice_rule_within_limit{domain="edge",rule="edge.remote_address"} 3)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(sluice_rule_total_hits{domain="edge",rule="edge.remote_address"} 5)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(sluice_rule_over_limit{domain="edge",rule="edge.remote_address"} 2)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(sluice_rule_within_limit{domain="edge",rule="edge.remote_address"} 3)"));
 }
 
 // Verifies the series cap folds new label sets into one overflow series.

@@ -1,16 +1,17 @@
 #include "src/server/rate_limit_service.h"
 
-#include <google/protobuf/text_format.h>
-
 #include <map>
 #include <memory>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include <google/protobuf/text_format.h>
+
 #include "sluice/config.h"
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
+
 #include "tests/testing/faulty_store.h"
 #include "tests/testing/manual_clock.h"
 
@@ -19,7 +20,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kConfig[] = R"yaml(
+constexpr const char* kConfig = R"yaml(
 domain: edge
 descriptors:
   - key: remote_address
@@ -59,9 +60,9 @@ class RateLimitServiceTest : public ::testing::Test {
     ASSERT_TRUE(memory.ok());
     auto faulty = std::make_unique<testing::FaultyStore>(*std::move(memory));
     faulty_ = faulty.get();
-    store_ = WithFailurePolicy(std::move(faulty), {.mode = FailureMode::kPropagate,
-                                                   .breaker_failure_threshold = 0,
-                                                   .clock = &clock_});
+    store_ = WithFailurePolicy(
+        std::move(faulty),
+        {.mode = FailureMode::kPropagate, .breaker_failure_threshold = 0, .clock = &clock_});
     options.clock = &clock_;
     service_ = std::make_unique<RateLimitService>(*store_, metrics_, options);
     const ConfigSource source{.name = "edge.yaml", .content = kConfig};
@@ -90,8 +91,9 @@ class RateLimitServiceTest : public ::testing::Test {
   std::unique_ptr<RateLimitService> service_;
 };
 
-constexpr char kIp[] =
-    R"pb(domain: "edge" descriptors { entries { key: "remote_address" value: "10.0.0.1" } })pb";
+constexpr const char* kIp =
+    R"pb(domain: "edge"
+         descriptors { entries { key: "remote_address" value: "10.0.0.1" } })pb";
 
 TEST_F(RateLimitServiceTest, AdmitsUpToTheLimitThenOverLimit) {
   for (int i = 0; i < 3; ++i) {
@@ -114,15 +116,17 @@ TEST_F(RateLimitServiceTest, AdmitsUpToTheLimitThenOverLimit) {
 
 TEST_F(RateLimitServiceTest, EachValueOfAValuelessKeyHasItsOwnCounter) {
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(Call(kIp).ok());
-  absl::StatusOr<RateLimitResponse> other = Call(
-      R"pb(domain: "edge" descriptors { entries { key: "remote_address" value: "10.0.0.2" } })pb");
+  absl::StatusOr<RateLimitResponse> other =
+      Call(R"pb(domain: "edge"
+                descriptors { entries { key: "remote_address" value: "10.0.0.2" } })pb");
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(other->overall_code(), RateLimitResponse::OK);
 }
 
 TEST_F(RateLimitServiceTest, UnmatchedDescriptorIsOkWithoutALimit) {
   absl::StatusOr<RateLimitResponse> r =
-      Call(R"pb(domain: "edge" descriptors { entries { key: "nothing" value: "x" } })pb");
+      Call(R"pb(domain: "edge"
+                descriptors { entries { key: "nothing" value: "x" } })pb");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
   ASSERT_EQ(r->statuses_size(), 1);
@@ -132,7 +136,8 @@ TEST_F(RateLimitServiceTest, UnmatchedDescriptorIsOkWithoutALimit) {
 TEST_F(RateLimitServiceTest, UnlimitedNeverTouchesTheStore) {
   faulty_->Fail(absl::UnavailableError("down"));
   absl::StatusOr<RateLimitResponse> r =
-      Call(R"pb(domain: "edge" descriptors { entries { key: "internal" value: "x" } })pb");
+      Call(R"pb(domain: "edge"
+                descriptors { entries { key: "internal" value: "x" } })pb");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OK);
   EXPECT_EQ(r->statuses(0).limit_remaining(), 4294967295u);
@@ -141,14 +146,15 @@ TEST_F(RateLimitServiceTest, UnlimitedNeverTouchesTheStore) {
 
 TEST_F(RateLimitServiceTest, ZeroRequestsPerUnitDeniesEverything) {
   absl::StatusOr<RateLimitResponse> r =
-      Call(R"pb(domain: "edge" descriptors { entries { key: "blocked" value: "x" } })pb");
+      Call(R"pb(domain: "edge"
+                descriptors { entries { key: "blocked" value: "x" } })pb");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
 }
 
 // Verifies a request over one limit consumes none of the others (all-or-nothing).
 TEST_F(RateLimitServiceTest, RejectedRequestConsumesNoOtherDescriptor) {
-  constexpr char kIpAndBlocked[] = R"pb(
+  constexpr const char* kIpAndBlocked = R"pb(
     domain: "edge"
     descriptors { entries { key: "remote_address" value: "10.0.0.9" } }
     descriptors { entries { key: "blocked" value: "x" } })pb";
@@ -159,15 +165,16 @@ TEST_F(RateLimitServiceTest, RejectedRequestConsumesNoOtherDescriptor) {
     EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OK);
     EXPECT_EQ(r->statuses(1).code(), RateLimitResponse::OVER_LIMIT);
   }
-  absl::StatusOr<RateLimitResponse> r = Call(
-      R"pb(domain: "edge" descriptors { entries { key: "remote_address" value: "10.0.0.9" } })pb");
+  absl::StatusOr<RateLimitResponse> r =
+      Call(R"pb(domain: "edge"
+                descriptors { entries { key: "remote_address" value: "10.0.0.9" } })pb");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->statuses(0).limit_remaining(), 2u);
 }
 
 TEST_F(RateLimitServiceTest, SeveralLimitsOnOneDescriptorAreAllEnforced) {
-  constexpr char kUser[] =
-      R"pb(domain: "edge" descriptors { entries { key: "user" value: "u1" } })pb";
+  constexpr const char* kUser = R"pb(domain: "edge"
+                                     descriptors { entries { key: "user" value: "u1" } })pb";
   int admitted = 0;
   for (int second = 0; second < 4; ++second) {
     for (int i = 0; i < 3; ++i) {
@@ -185,18 +192,19 @@ TEST_F(RateLimitServiceTest, SeveralLimitsOnOneDescriptorAreAllEnforced) {
 }
 
 TEST_F(RateLimitServiceTest, ShadowModeCountsButNeverDenies) {
-  constexpr char kShadow[] =
-      R"pb(domain: "edge" descriptors { entries { key: "shadow" value: "s" } })pb";
+  constexpr const char* kShadow = R"pb(domain: "edge"
+                                       descriptors { entries { key: "shadow" value: "s" } })pb";
   for (int i = 0; i < 3; ++i) {
     absl::StatusOr<RateLimitResponse> r = Call(kShadow);
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
   }
-  EXPECT_THAT(metrics_.Render(), HasSubstr("sluice_rule_shadow_mode{domain=\"edge\",rule=\"edge.shadow\"} 2"));
+  EXPECT_THAT(metrics_.Render(),
+              HasSubstr("sluice_rule_shadow_mode{domain=\"edge\",rule=\"edge.shadow\"} 2"));
 }
 
 TEST_F(RateLimitServiceTest, DescriptorHitsAddendWinsEvenWhenZero) {
-  constexpr char kPeek[] = R"pb(
+  constexpr const char* kPeek = R"pb(
     domain: "edge"
     hits_addend: 2
     descriptors {
@@ -209,7 +217,7 @@ TEST_F(RateLimitServiceTest, DescriptorHitsAddendWinsEvenWhenZero) {
     EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
     EXPECT_EQ(r->statuses(0).limit_remaining(), 3u);
   }
-  constexpr char kTwoHits[] = R"pb(
+  constexpr const char* kTwoHits = R"pb(
     domain: "edge"
     hits_addend: 2
     descriptors { entries { key: "remote_address" value: "10.0.0.7" } })pb";
@@ -219,7 +227,7 @@ TEST_F(RateLimitServiceTest, DescriptorHitsAddendWinsEvenWhenZero) {
 }
 
 TEST_F(RateLimitServiceTest, ReplacesDropsTheReplacedLimit) {
-  constexpr char kTenant[] = R"pb(
+  constexpr const char* kTenant = R"pb(
     domain: "edge"
     descriptors { entries { key: "tier" value: "free" } }
     descriptors {
@@ -238,7 +246,7 @@ TEST_F(RateLimitServiceTest, ReplacesDropsTheReplacedLimit) {
 }
 
 TEST_F(RateLimitServiceTest, OverrideLimitBypassesTheConfig) {
-  constexpr char kOverride[] = R"pb(
+  constexpr const char* kOverride = R"pb(
     domain: "edge"
     descriptors {
       entries { key: "anything" value: "x" }
@@ -263,15 +271,19 @@ TEST_F(RateLimitServiceTest, StoreFailureIsUnavailable) {
 TEST_F(RateLimitServiceTest, BadRequestsAreInvalidArgument) {
   EXPECT_TRUE(absl::IsInvalidArgument(Call(R"pb(domain: "")pb").status()));
   EXPECT_TRUE(absl::IsInvalidArgument(Call(R"pb(domain: "edge")pb").status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(
-      Call(R"pb(domain: "edge" descriptors { entries { key: "" value: "x" } })pb").status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(Call(R"pb(domain: "edge" descriptors {})pb").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Call(R"pb(domain: "edge"
+                                                descriptors { entries { key: "" value: "x" } })pb")
+                                          .status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Call(R"pb(domain: "edge"
+                                                descriptors {})pb")
+                                          .status()));
   EXPECT_TRUE(absl::IsInvalidArgument(Call(R"pb(
-    domain: "edge"
-    descriptors {
-      entries { key: "a" value: "x" }
-      limit { requests_per_unit: 1 unit: UNKNOWN }
-    })pb").status()));
+                                        domain: "edge"
+                                        descriptors {
+                                          entries { key: "a" value: "x" }
+                                          limit { requests_per_unit: 1 unit: UNKNOWN }
+                                        })pb")
+                                          .status()));
 }
 
 TEST_F(RateLimitServiceTest, ResponseHeadersDescribeTheClosestLimit) {

@@ -122,7 +122,7 @@ TEST(StoreUrl, RejectsInvalidUrls) {
       {"redis://:pw@host?password_file=/f", "either in the URL or in password_file"},
       {"redis://[::1", "invalid store URL"},
       {"redis://host:6379:1", "malformed port"},
-      {"redis://user:pw@@host", "missing host"},
+      {"redis://user:pw@@host", "percent-encode reserved characters"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<StoreUrl> url = ParseStoreUrl(c.input);
@@ -156,6 +156,58 @@ TEST(StoreUrl, NeverRevealsThePassword) {
   EXPECT_EQ(good->Redacted(), "rediss://limiter:***@[::1]:6380/2");
   EXPECT_THAT(good->Redacted(), Not(HasSubstr(secret)));
   EXPECT_EQ(good->HostPort(), "[::1]:6380");
+}
+
+// Regression (found by fuzz/store_url_fuzzer.cc): a password with an unencoded '/' ends the
+// authority early, so "user:123/abc@host" read as host "user", port 123 and database path
+// "/abc@host", and the database error quoted the rest of the password.
+TEST(StoreUrl, PasswordWithUnencodedSlashIsNotQuotedInErrors) {
+  const std::string inputs[] = {
+      "redis://user:123/S3cret@host:6379/0",
+      "redis://user:99999/S3cret@host",
+      "redis://:1/S3cret@host",
+  };
+  for (const std::string& input : inputs) {
+    absl::StatusOr<StoreUrl> url = ParseStoreUrl(input);
+    ASSERT_FALSE(url.ok()) << input << " parsed";
+    EXPECT_THAT(url.status().message(), HasSubstr("percent-encode")) << input;
+    EXPECT_THAT(std::string(url.status().message()), Not(HasSubstr("S3cret"))) << input;
+    EXPECT_THAT(std::string(url.status().message()), Not(HasSubstr("\""))) << input;
+  }
+}
+
+// Regression (found by fuzz/store_url_fuzzer.cc): Redacted() wrote the decoded user name and
+// parameter values as they were, so "u%40corp" came out as "u@corp" and no longer parsed.
+TEST(StoreUrl, RedactedFormEncodesUserNameAndParameterValues) {
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl(
+      "rediss://u%40corp%3Ax@h?password_file=/run/a%26b%3Dc%2B%20d&tls_ca_file=/ca%23.pem");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_EQ(url->username, "u@corp:x");
+  EXPECT_EQ(url->password_file, "/run/a&b=c+ d");
+  EXPECT_EQ(url->tls_ca_file, "/ca#.pem");
+  EXPECT_EQ(url->Redacted(),
+            "rediss://u%40corp%3Ax@h:6379?password_file=/run/a%26b%3Dc%2B%20d"
+            "&tls_ca_file=/ca%23.pem");
+  absl::StatusOr<StoreUrl> again = ParseStoreUrl(url->Redacted());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *url);
+
+  absl::StatusOr<StoreUrl> with_password = ParseStoreUrl("redis://u%3Ax:p%40ss@h");
+  ASSERT_TRUE(with_password.ok()) << with_password.status();
+  EXPECT_EQ(with_password->Redacted(), "redis://u%3Ax:***@h:6379");
+}
+
+// Regression (found by fuzz/store_url_fuzzer.cc): a host name decoded from escapes ("h%2Fx") was
+// accepted although no resolver takes it and Redacted() could not write it back.
+TEST(StoreUrl, RejectsHostNamesWithReservedCharacters) {
+  for (const std::string input : {"redis://h%2Fx", "redis://a%3Ab:1", "redis://h%20x", "redis://%7E"}) {
+    absl::StatusOr<StoreUrl> url = ParseStoreUrl(input);
+    ASSERT_FALSE(url.ok()) << input << " parsed";
+    EXPECT_THAT(url.status().message(), HasSubstr("host name may hold only")) << input;
+  }
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl("redis://Redis_1.cache-a%2Dz:1");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_EQ(url->host, "Redis_1.cache-a-z");
 }
 
 TEST(StoreUrl, RedactedFormIsCanonical) {

@@ -1,17 +1,16 @@
 #include "tests/testing/child_process.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 extern char** environ;
 
@@ -26,6 +25,7 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   std::vector<std::string> copy = argv;
   std::vector<char*> args;
+  args.reserve(copy.size() + 1);
   for (std::string& a : copy) args.push_back(a.data());
   args.push_back(nullptr);
   pid_t pid = -1;
@@ -61,8 +61,8 @@ int ChildProcess::Wait(int timeout_ms) {
 
 absl::StatusOr<std::pair<int, std::string>> RunToExit(const std::vector<std::string>& argv,
                                                       int timeout_ms) {
-  char tmpl[] = "/tmp/sluice-run-XXXXXX";
-  const int fd = mkstemp(tmpl);
+  std::string tmpl = "/tmp/sluice-run-XXXXXX";
+  const int fd = mkstemp(tmpl.data());
   if (fd < 0) return absl::InternalError("mkstemp failed");
   close(fd);
   absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(argv, tmpl);
@@ -71,7 +71,7 @@ absl::StatusOr<std::pair<int, std::string>> RunToExit(const std::vector<std::str
   std::ifstream in(tmpl);
   std::stringstream out;
   out << in.rdbuf();
-  unlink(tmpl);
+  unlink(tmpl.c_str());
   return std::make_pair(code, out.str());
 }
 

@@ -7,14 +7,13 @@
 #ifndef SLUICE_TESTS_TESTING_CHILD_PROCESS_H_
 #define SLUICE_TESTS_TESTING_CHILD_PROCESS_H_
 
-#include <sys/types.h>
-
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include <sys/types.h>
 
 namespace sluice::testing {
 

@@ -1,8 +1,8 @@
 // FaultyStore: a forwarding Store that injects failures, for tests of failure handling.
 //
 // Forwards every call to a wrapped store until Fail(status) is set; then every call completes with
-// that status (async calls inline) without reaching the wrapped store, as a dead or hung Redis would
-// after its deadline. Heal() restores forwarding.
+// that status (async calls inline) without reaching the wrapped store, as a dead or hung Redis
+// would after its deadline. Heal() restores forwarding.
 //
 // Thread safety: thread-safe.
 #ifndef SLUICE_TESTS_TESTING_FAULTY_STORE_H_
@@ -12,8 +12,9 @@
 #include <memory>
 #include <utility>
 
-#include "src/util/mutex.h"
 #include "sluice/store.h"
+
+#include "src/util/mutex.h"
 
 namespace sluice::testing {
 

@@ -7,15 +7,15 @@
 #ifndef SLUICE_TESTS_TESTING_HTTP_CLIENT_H_
 #define SLUICE_TESTS_TESTING_HTTP_CLIENT_H_
 
+#include <chrono>
+#include <string>
+
+#include "absl/status/statusor.h"
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <chrono>
-#include <string>
-
-#include "absl/status/statusor.h"
 
 namespace sluice::testing {
 

@@ -10,8 +10,9 @@
 
 #include <chrono>
 
-#include "src/util/mutex.h"
 #include "sluice/clock.h"
+
+#include "src/util/mutex.h"
 
 namespace sluice::testing {
 

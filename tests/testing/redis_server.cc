@@ -1,32 +1,72 @@
 #include "tests/testing/redis_server.h"
 
-#include <hiredis/hiredis.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+#include <array>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-
-extern char** environ;
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace sluice::testing {
 namespace {
+
+// Starts `argv` (argv[0] looked up in PATH, argv null-terminated) as a child that the kernel
+// SIGKILLs when the calling thread exits, so a test binary that crashes or is killed leaves no
+// orphaned redis-server behind. posix_spawn cannot set PR_SET_PDEATHSIG, hence fork and exec.
+// Returns the child's pid, or Unavailable when it cannot be started (as posix_spawnp reports a
+// failed exec).
+absl::StatusOr<pid_t> SpawnTiedToParent(const std::vector<char*>& argv) {
+  // A close-on-exec pipe: it closes unread when exec succeeds, or carries the child's errno.
+  std::array<int, 2> report{};
+  if (pipe2(report.data(), O_CLOEXEC) != 0) return absl::InternalError("pipe2() failed");
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(report[0]);
+    close(report[1]);
+    return absl::UnavailableError("cannot fork to spawn redis-server");
+  }
+  if (pid == 0) {
+    // The child of a possibly multithreaded parent: only async-signal-safe calls until exec.
+    // getppid() catches a parent that died before prctl() took effect.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() == parent) {
+      execvp(argv[0], argv.data());
+    }
+    const int err = errno;
+    [[maybe_unused]] const ssize_t written = write(report[1], &err, sizeof(err));
+    _exit(127);
+  }
+  close(report[1]);
+  int err = 0;
+  ssize_t n = 0;
+  do {
+    n = read(report[0], &err, sizeof(err));
+  } while (n < 0 && errno == EINTR);
+  close(report[0]);
+  if (n > 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return absl::UnavailableError("cannot spawn redis-server (is it installed?)");
+  }
+  return pid;
+}
 
 std::string ReplyToText(const redisReply* r) {
   switch (r->type) {
     case REDIS_REPLY_STRING:
     case REDIS_REPLY_STATUS:
-      return std::string(r->str, r->len);
+      return {r->str, r->len};
     case REDIS_REPLY_ERROR:
       return absl::StrCat("ERR:", absl::string_view(r->str, r->len));
     case REDIS_REPLY_INTEGER:
@@ -73,7 +113,7 @@ RedisServer::~RedisServer() {
 
 std::string RedisServer::Url() const { return absl::StrCat("redis://127.0.0.1:", port_); }
 
-absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(Options options) {
+absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(const Options& options) {
   // A port can be taken between FreeLoopbackPort() and redis binding it; try a few.
   absl::Status last = absl::UnavailableError("redis-server did not start");
   for (int attempt = 0; attempt < 5; ++attempt) {
@@ -89,24 +129,34 @@ absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(Options options)
 }
 
 absl::Status RedisServer::Launch() {
-  std::vector<std::string> args = {"redis-server",  "--port",        absl::StrCat(port_),
-                                   "--bind",        "127.0.0.1",     "--save",
-                                   "",              "--appendonly",  "no",
-                                   "--dir",         dir_,            "--daemonize",
-                                   "no",            "--loglevel",    "warning",
-                                   "--logfile",     dir_ + "/redis.log"};
+  std::vector<std::string> args = {"redis-server",
+                                   "--port",
+                                   absl::StrCat(port_),
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   "no",
+                                   "--dir",
+                                   dir_,
+                                   "--daemonize",
+                                   "no",
+                                   "--loglevel",
+                                   "warning",
+                                   "--logfile",
+                                   dir_ + "/redis.log"};
   for (const auto& [name, value] : options_.config) {
     args.push_back("--" + name);
     args.push_back(value);
   }
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  pid_t pid = -1;
-  if (posix_spawnp(&pid, "redis-server", nullptr, nullptr, argv.data(), environ) != 0) {
-    return absl::UnavailableError("cannot spawn redis-server (is it installed?)");
-  }
-  pid_ = pid;
+  absl::StatusOr<pid_t> pid = SpawnTiedToParent(argv);
+  if (!pid.ok()) return pid.status();
+  pid_ = *pid;
   // Wait until it answers; real time here is only a start-up watchdog.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -163,6 +213,8 @@ absl::StatusOr<std::string> RedisServer::Command(const std::vector<std::string>&
   }
   std::vector<const char*> args;
   std::vector<size_t> lens;
+  args.reserve(argv.size());
+  lens.reserve(argv.size());
   for (const std::string& a : argv) {
     args.push_back(a.data());
     lens.push_back(a.size());

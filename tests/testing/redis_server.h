@@ -2,7 +2,8 @@
 //
 // Each instance runs its own process with persistence off and its own working directory, so tests
 // can run in parallel. Fault tests use Kill() (SIGKILL), Pause()/Resume() (SIGSTOP/SIGCONT) and
-// Restart() (same port, empty data and script cache).
+// Restart() (same port, empty data and script cache). The kernel kills the server when the thread
+// that started it exits, so a test binary that crashes or is killed leaves no redis-server behind.
 //
 // Example:
 //   auto server = RedisServer::Start();
@@ -13,13 +14,12 @@
 #ifndef SLUICE_TESTS_TESTING_REDIS_SERVER_H_
 #define SLUICE_TESTS_TESTING_REDIS_SERVER_H_
 
-#include <sys/types.h>
-
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include <sys/types.h>
 
 namespace sluice::testing {
 
@@ -33,7 +33,7 @@ class RedisServer {
   // RedisServer::Start()
   //
   // Starts redis-server (from PATH) and waits until it answers PING, or returns Unavailable.
-  static absl::StatusOr<std::unique_ptr<RedisServer>> Start(Options options);
+  static absl::StatusOr<std::unique_ptr<RedisServer>> Start(const Options& options);
   static absl::StatusOr<std::unique_ptr<RedisServer>> Start() { return Start(Options{}); }
 
   RedisServer(const RedisServer&) = delete;

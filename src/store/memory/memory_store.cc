@@ -76,7 +76,7 @@ class ShardLocks {
   ShardLocks(const ShardLocks&) = delete;
   ShardLocks& operator=(const ShardLocks&) = delete;
   ~ShardLocks() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    for (auto it = shards_.rbegin(); it != shards_.rend(); ++it) (*it)->mu.Unlock();
+    for (size_t i = shards_.size(); i-- > 0;) shards_[i]->mu.Unlock();  // Reverse order.
   }
 
  private:
@@ -197,8 +197,8 @@ void MemoryStoreImpl::GroupKeys(std::span<const LimitCheck> checks,
                                 absl::InlinedVector<uint32_t, 4>& key_of) const {
   absl::flat_hash_map<absl::string_view, uint32_t> index_of;
   const bool pairwise = checks.size() <= kPairwiseKeyLimit;
-  for (size_t i = 0; i < checks.size(); ++i) {
-    const std::string_view key = checks[i].key;
+  for (const LimitCheck& check : checks) {
+    const std::string_view key = check.key;
     std::optional<uint32_t> found;
     if (pairwise) {
       for (uint32_t k = 0; k < keys.size(); ++k) {

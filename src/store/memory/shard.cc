@@ -74,8 +74,7 @@ bool Shard::MakeRoom(int64_t now_us, std::span<const KeyProbe* const> keep, bool
   if (capacity == 0) return false;
   // The sample is the first kEvictionSample entries from a random slot on. Slots are placed by
   // hash, so neighbours are as good as a random sample, and they share cache lines.
-  size_t index =
-      static_cast<size_t>((static_cast<unsigned __int128>(NextRandom()) * capacity) >> 64);
+  auto index = static_cast<size_t>((static_cast<unsigned __int128>(NextRandom()) * capacity) >> 64);
   size_t best = capacity;
   int64_t best_expiry = 0;
   size_t sampled = 0;

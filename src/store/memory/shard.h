@@ -54,6 +54,7 @@ class alignas(64) Shard {
   Shard(const ShardOptions& options, int64_t now_us);
   Shard(const Shard&) = delete;
   Shard& operator=(const Shard&) = delete;
+  ~Shard() = default;
 
   // Shard::MaybeSweep()
   //

@@ -34,6 +34,7 @@ class ABSL_LOCKABLE ShardMutex {
   ShardMutex() = default;
   ShardMutex(const ShardMutex&) = delete;
   ShardMutex& operator=(const ShardMutex&) = delete;
+  ~ShardMutex() = default;
 
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
     bool expected = false;

@@ -41,11 +41,14 @@ inline constexpr uint64_t kExpiryMask = (uint64_t{1} << 56) - 1;
 
 inline bool IsLongKey(const Slot& slot) { return (slot.key1 & kLongKeyTag) != 0; }
 
+// The heap copy of a long key, whose address key0 holds. REQUIRES: IsLongKey(slot).
+inline char* LongKeyBytes(const Slot& slot) {
+  // The slot stores pointers as integer words to stay at 40 bytes (see the layout above).
+  return reinterpret_cast<char*>(slot.key0);  // NOLINT(performance-no-int-to-ptr): tagged word
+}
+
 inline std::string_view SlotKey(const Slot& slot) {
-  if (IsLongKey(slot)) {
-    return {reinterpret_cast<const char*>(slot.key0),
-            static_cast<size_t>(slot.key1 & ~kLongKeyTag)};
-  }
+  if (IsLongKey(slot)) return {LongKeyBytes(slot), static_cast<size_t>(slot.key1 & ~kLongKeyTag)};
   // key0 is the first member, so the slot's address is that of the inline bytes.
   return {reinterpret_cast<const char*>(&slot), static_cast<size_t>(slot.key1 >> 56)};
 }
@@ -54,8 +57,7 @@ inline std::string_view SlotKey(const Slot& slot) {
 inline bool KeyEquals(const Slot& slot, const KeyProbe& probe) {
   if (slot.key1 != probe.word1) return false;  // Length and kind (inline or long) differ.
   if (probe.is_inline()) return slot.key0 == probe.word0;
-  return std::memcmp(reinterpret_cast<const char*>(slot.key0), probe.key.data(),
-                     probe.key.size()) == 0;
+  return std::memcmp(LongKeyBytes(slot), probe.key.data(), probe.key.size()) == 0;
 }
 
 // The hash MakeKeyProbe() gives the slot's key, for rehashing.
@@ -82,6 +84,7 @@ inline void SetMeta(Slot& slot, Algorithm algorithm, int64_t expiry_us) {
 }
 
 inline algorithm::SlidingLogState* SlotLog(const Slot& slot) {
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): state0 holds the log's address (see the layout).
   return reinterpret_cast<algorithm::SlidingLogState*>(slot.state0);
 }
 
@@ -107,7 +110,7 @@ inline void ReleaseState(Slot& slot) {
 // Frees everything a slot owns: the heap copy of a long key and the sliding log.
 inline void ReleaseSlot(Slot& slot) {
   ReleaseState(slot);
-  if (IsLongKey(slot)) delete[] reinterpret_cast<char*>(slot.key0);
+  if (IsLongKey(slot)) delete[] LongKeyBytes(slot);
 }
 
 }  // namespace sluice::internal

@@ -29,10 +29,11 @@ void* AllocateBlock(size_t bytes) {
       mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   if (mapped == MAP_FAILED) throw std::bad_alloc();  // As operator new reports running out.
   if (reserved == bytes) return mapped;
-  char* const block = reinterpret_cast<char*>(
-      (reinterpret_cast<uintptr_t>(mapped) + kHugePage - 1) & ~uintptr_t{kHugePage - 1});
+  // Round up by pointer arithmetic on `mapped`, not by casting an integer back to a pointer.
+  const size_t misalignment = reinterpret_cast<uintptr_t>(mapped) & (kHugePage - 1);
+  char* const block = misalignment == 0 ? mapped : mapped + (kHugePage - misalignment);
   if (block != mapped) munmap(mapped, static_cast<size_t>(block - mapped));
-  const size_t tail = static_cast<size_t>(mapped + reserved - (block + bytes));
+  const auto tail = static_cast<size_t>(mapped + reserved - (block + bytes));
   if (tail > 0) munmap(block + bytes, tail);
   // Advice only: where huge pages are disabled this fails and 4 KiB pages serve.
   madvise(block, bytes, MADV_HUGEPAGE);
@@ -115,8 +116,9 @@ void SlotTable::EraseAt(size_t index) {
   const uint32_t empty_before = Group(ctrl_ + before).MaskEmpty();
   const bool was_never_full =
       empty_after != 0 && empty_before != 0 &&
-      static_cast<size_t>(std::countr_zero(empty_after) +
-                          std::countl_zero(static_cast<uint16_t>(empty_before))) < kGroupWidth;
+      static_cast<size_t>(std::countr_zero(empty_after)) +
+              static_cast<size_t>(std::countl_zero(static_cast<uint16_t>(empty_before))) <
+          kGroupWidth;
   SetCtrl(index, was_never_full ? kEmpty : kDeleted);
   if (was_never_full) ++growth_left_;
 }

@@ -6,9 +6,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "src/util/mutex.h"
+
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
+
+#include "src/util/mutex.h"
 #include "src/util/strings.h"
 
 namespace sluice {
@@ -116,8 +118,9 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     Decision d;
     switch (policy_.mode) {
       case FailureMode::kPropagate:
-        return absl::UnavailableError(absl::StrCat(
-            "store ", internal::AbslView(primary_->Name()), " skipped: circuit open after repeated failures"));
+        return absl::UnavailableError(
+            absl::StrCat("store ", internal::AbslView(primary_->Name()),
+                         " skipped: circuit open after repeated failures"));
       case FailureMode::kAllow:
         d = Decision{.allowed = true, .limit = limit.Capacity(), .remaining = limit.Capacity()};
         break;
@@ -214,8 +217,8 @@ absl::StatusOr<FailureMode> ParseFailureMode(std::string_view name) {
   if (name == "allow") return FailureMode::kAllow;
   if (name == "deny") return FailureMode::kDeny;
   if (name == "local") return FailureMode::kLocal;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown failure mode '", internal::AbslView(name), "' (expected error, allow, deny or local)"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown failure mode '", internal::AbslView(name),
+                                                 "' (expected error, allow, deny or local)"));
 }
 
 std::string_view FailureModeName(FailureMode mode) {

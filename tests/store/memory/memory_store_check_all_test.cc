@@ -28,9 +28,9 @@ using testing::ManualClock;
 using testing::NewStore;
 using testing::Peek;
 
-const Limit kFixed3{.algorithm = Algorithm::kFixedWindow, .limit = 3, .period = seconds(1)};
-const Limit kGcra{.algorithm = Algorithm::kGcra, .limit = 10, .period = seconds(1), .burst = 5};
-const Limit kLog{.algorithm = Algorithm::kSlidingLog, .limit = 2, .period = seconds(1)};
+constexpr Limit kFixed3{.algorithm = Algorithm::kFixedWindow, .limit = 3, .period = seconds(1)};
+constexpr Limit kGcra{.algorithm = Algorithm::kGcra, .limit = 10, .period = seconds(1), .burst = 5};
+constexpr Limit kLog{.algorithm = Algorithm::kSlidingLog, .limit = 2, .period = seconds(1)};
 
 TEST(MemoryStoreCheckAll, AllPassingRecordsEveryCost) {
   ManualClock clock;
@@ -140,6 +140,7 @@ TEST(MemoryStoreCheckAll, IsAllOrNothingAcrossShards) {
   auto store = NewStore(clock, {.shards = 64});
   const Limit one{.limit = 1, .period = seconds(10)};
   std::vector<LimitCheck> checks;
+  checks.reserve(64);
   for (int i = 0; i < 64; ++i) checks.push_back({.key = absl::StrCat("key", i), .limit = one});
   ASSERT_TRUE(CheckOk(*store, "key63", one).allowed);
   MultiDecision result = CheckAllOk(*store, checks);
@@ -165,6 +166,7 @@ TEST(MemoryStoreCheckAll, ManyChecksWithRepeatedKeys) {
   auto store = NewStore(clock);
   const Limit ten{.limit = 10, .period = seconds(1)};
   std::vector<LimitCheck> checks;
+  checks.reserve(100);
   for (int i = 0; i < 100; ++i) checks.push_back({.key = absl::StrCat("k", i % 10), .limit = ten});
   EXPECT_TRUE(CheckAllOk(*store, checks).allowed);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(Peek(*store, absl::StrCat("k", i), ten).remaining, 0);
@@ -182,7 +184,8 @@ TEST(MemoryStoreCheckAll, InvalidInputIsInvalidArgumentAndRecordsNothing) {
                                           {.key = "b", .limit = kFixed3, .cost = -1}};
   EXPECT_EQ(store->CheckAll(checks).status().code(), absl::StatusCode::kInvalidArgument);
   std::optional<absl::Status> async_status;
-  store->CheckAllAsync(checks, [&](absl::StatusOr<MultiDecision> r) { async_status = r.status(); });
+  store->CheckAllAsync(checks,
+                       [&](const absl::StatusOr<MultiDecision>& r) { async_status = r.status(); });
   ASSERT_TRUE(async_status.has_value());
   EXPECT_EQ(async_status->code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store->Stats().entries, 0u);

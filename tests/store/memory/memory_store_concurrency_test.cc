@@ -66,6 +66,7 @@ template <typename Body>
 void RunWorkers(Body body) {
   std::latch start(kThreads);
   std::vector<std::thread> workers;
+  workers.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     workers.emplace_back([&start, &body, t] {
       start.arrive_and_wait();
@@ -117,6 +118,7 @@ TEST(MemoryStoreConcurrency, ManyKeysEachAdmitExactlyTheirLimit) {
   auto store = NewStore(clock);
   const Limit limit{.limit = 10, .period = seconds(1)};
   std::vector<std::string> keys;
+  keys.reserve(kKeys);
   for (int i = 0; i < kKeys; ++i) keys.push_back(absl::StrCat("user:", i));
   for (int round = 0; round < 2; ++round) {
     std::array<std::vector<int>, kThreads> admitted;
@@ -151,6 +153,7 @@ TEST(MemoryStoreConcurrency, CheckAllOverSharedKeysInAnyOrderIsAtomic) {
   auto store = NewStore(clock, {.shards = 4});
   const Limit limit{.limit = kLimit, .period = seconds(10)};
   std::vector<LimitCheck> checks;
+  checks.reserve(8);
   for (int i = 0; i < 8; ++i) checks.push_back({.key = absl::StrCat("key", i), .limit = limit});
   std::array<int64_t, kThreads> passed{};
   RunWorkers([&](int t) {

@@ -70,8 +70,9 @@ TEST(MemoryStoreExpiry, CheckSweepsItsShardOnceTheIntervalHasPassed) {
   auto store = NewStore(clock, {.sweep_interval = seconds(1), .shards = 1});
   const Limit short_lived{.limit = 5, .period = milliseconds(100)};
   const Limit long_lived{.limit = 5, .period = seconds(100)};
-  for (int i = 0; i < 10; ++i)
+  for (int i = 0; i < 10; ++i) {
     EXPECT_TRUE(CheckOk(*store, absl::StrCat("k", i), short_lived).allowed);
+  }
   EXPECT_TRUE(CheckOk(*store, "anchor", long_lived).allowed);
   clock.Advance(milliseconds(999));
   EXPECT_TRUE(CheckOk(*store, "anchor", long_lived).allowed);

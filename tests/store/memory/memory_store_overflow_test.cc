@@ -123,8 +123,9 @@ TEST(MemoryStoreOverflow, ShardSharesBoundTheWholeStore) {
     ManualClock clock;
     auto store = NewStore(clock, {.max_entries = 10'000, .overflow_policy = policy});
     const Limit limit{.limit = 1, .period = seconds(10)};
-    for (int i = 0; i < 40'000; ++i)
+    for (int i = 0; i < 40'000; ++i) {
       ASSERT_TRUE(CheckOk(*store, absl::StrCat("k", i), limit).limit);
+    }
     const MemoryStoreStats stats = store->Stats();
     EXPECT_EQ(stats.entries, 10'000u);
     if (policy == OverflowPolicy::kEvictSoonestExpiring) {

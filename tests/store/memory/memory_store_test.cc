@@ -26,7 +26,6 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::CheckOk;
-using testing::kStart;
 using testing::ManualClock;
 using testing::NewStore;
 using testing::Peek;
@@ -177,7 +176,7 @@ TEST(MemoryStore, DecidesAsTheAlgorithmsDoThroughExpiry) {
         // Forward only, as the store's clock is monotonic; up to 1.5 periods per unit of the limit.
         clock.Advance(microseconds(static_cast<int64_t>(
             rng() % static_cast<uint64_t>(limit.period.count() * 3 / 2 / limit.limit + 1))));
-        const int64_t cost = static_cast<int64_t>(rng() % (limit.Capacity() + 2));
+        const auto cost = static_cast<int64_t>(rng() % (limit.Capacity() + 2));
         const int64_t now = clock.EpochNow().count();
         Decision expected;
         switch (algorithm) {
@@ -245,7 +244,8 @@ TEST(MemoryStore, InvalidInputIsInvalidArgumentAndRecordsNothing) {
   EXPECT_EQ(store->Check("k", good, kMaxCost + 1).status().code(),
             absl::StatusCode::kInvalidArgument);
   std::optional<absl::Status> async_status;
-  store->CheckAsync("", good, 1, [&](absl::StatusOr<Decision> d) { async_status = d.status(); });
+  store->CheckAsync("", good, 1,
+                    [&](const absl::StatusOr<Decision>& d) { async_status = d.status(); });
   ASSERT_TRUE(async_status.has_value());
   EXPECT_EQ(async_status->code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store->Stats().entries, 0u);

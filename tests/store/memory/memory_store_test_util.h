@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <ostream>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -25,18 +24,10 @@
 #include "sluice/memory_store.h"
 #include "sluice/store.h"
 
+#include "tests/testing/decision_printer.h"
 #include "tests/testing/manual_clock.h"
 
-namespace sluice {
-
-// Prints a Decision in test failures.
-inline void PrintTo(const Decision& d, std::ostream* os) {
-  *os << "{allowed=" << d.allowed << " limit=" << d.limit << " remaining=" << d.remaining
-      << " reset_after=" << d.reset_after.count() << "us retry_after=" << d.retry_after.count()
-      << "us" << (d.from_fallback ? " fallback" : "") << "}";
-}
-
-namespace testing {
+namespace sluice::testing {
 
 // The ManualClock's default start, 1'700'000'000 s: a multiple of 100 s, so windows of 1 s, 10 s
 // or 100 s start exactly there.
@@ -69,7 +60,6 @@ inline Decision Peek(Store& store, std::string_view key, const Limit& limit) {
   return CheckOk(store, key, limit, 0);
 }
 
-}  // namespace testing
-}  // namespace sluice
+}  // namespace sluice::testing
 
 #endif  // SLUICE_TESTS_STORE_MEMORY_MEMORY_STORE_TEST_UTIL_H_

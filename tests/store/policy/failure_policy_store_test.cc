@@ -2,8 +2,10 @@
 #include <memory>
 
 #include "gtest/gtest.h"
+
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
+
 #include "tests/testing/faulty_store.h"
 #include "tests/testing/manual_clock.h"
 
@@ -14,7 +16,7 @@ using std::chrono::seconds;
 using testing::FaultyStore;
 using testing::ManualClock;
 
-const Limit kTenPerMinute{.limit = 10, .period = std::chrono::minutes(1)};
+constexpr Limit kTenPerMinute{.limit = 10, .period = std::chrono::minutes(1)};
 
 struct Fixture {
   explicit Fixture(FailurePolicy policy) {
@@ -153,8 +155,8 @@ TEST(FailurePolicyStore, CheckAllFallsBackForEveryCheck) {
 }
 
 TEST(FailureMode, ParsesEveryNameAndRejectsOthers) {
-  for (FailureMode m : {FailureMode::kPropagate, FailureMode::kAllow, FailureMode::kDeny,
-                        FailureMode::kLocal}) {
+  for (FailureMode m :
+       {FailureMode::kPropagate, FailureMode::kAllow, FailureMode::kDeny, FailureMode::kLocal}) {
     absl::StatusOr<FailureMode> parsed = ParseFailureMode(FailureModeName(m));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, m);
