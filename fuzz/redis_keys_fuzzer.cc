@@ -10,9 +10,9 @@
 //   tag holds no '{' or '}' and is either the printable escape of the caller key or '#' and its
 //   SHA-256; EscapeKeyBytes() output holds only the bytes it promises;
 // - every algorithm of one caller key lands in the same Redis Cluster slot.
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,9 +28,9 @@
 namespace sluice::fuzz {
 namespace {
 
-constexpr Algorithm kAlgorithms[] = {Algorithm::kFixedWindow, Algorithm::kSlidingWindow,
-                                     Algorithm::kSlidingLog, Algorithm::kTokenBucket,
-                                     Algorithm::kGcra};
+constexpr std::array<Algorithm, 5> kAlgorithms = {Algorithm::kFixedWindow,
+                                                  Algorithm::kSlidingWindow, Algorithm::kSlidingLog,
+                                                  Algorithm::kTokenBucket, Algorithm::kGcra};
 constexpr size_t kMaxComponents = 6;
 // Up to 255 bytes a component, so that a few components pass the hashing threshold.
 constexpr size_t kMaxComponentBytes = 255;
@@ -45,7 +45,7 @@ struct Request {
 Request ReadRequest(FuzzInput& in) {
   Request r;
   const uint8_t head = in.Byte();
-  r.algorithm = kAlgorithms[(head & 0x0F) % std::size(kAlgorithms)];
+  r.algorithm = kAlgorithms[(head & 0x0F) % kAlgorithms.size()];
   const size_t count = 1 + (head >> 4) % kMaxComponents;
   for (size_t i = 0; i < count; ++i) r.components.push_back(in.LengthPrefixed(kMaxComponentBytes));
   return r;
@@ -59,9 +59,10 @@ std::string DescribeRequest(const Request& r) {
 
 // The prefixes tried: the default, none, and the longest allowed.
 RedisKeyScheme PickScheme(uint8_t choice) {
-  static const std::string kLongest(kMaxKeyPrefixBytes, 'p');
-  const std::string_view prefixes[] = {kDefaultKeyPrefix, "", "app:", kLongest};
-  absl::StatusOr<RedisKeyScheme> scheme = RedisKeyScheme::Create(prefixes[choice % 4]);
+  const std::string longest(kMaxKeyPrefixBytes, 'p');
+  const std::array<std::string_view, 4> prefixes = {kDefaultKeyPrefix, "", "app:", longest};
+  absl::StatusOr<RedisKeyScheme> scheme =
+      RedisKeyScheme::Create(prefixes[choice % prefixes.size()]);
   SLUICE_FUZZ_CHECK(scheme.ok(), scheme.status());
   return *std::move(scheme);
 }

@@ -44,7 +44,7 @@ using server::RateLimitResponse;
 // Small limits of every kind, so that a few requests reach every branch: exact and wildcard
 // values, a shared wildcard counter, nesting, several limits on one node, `replaces`, deny-all,
 // unlimited and shadow mode.
-constexpr char kConfig[] = R"yaml(
+constexpr std::string_view kConfig = R"yaml(
 domain: edge
 descriptors:
   - key: remote_address
@@ -78,7 +78,7 @@ descriptors:
 
 std::shared_ptr<const RateLimitConfig> Config() {
   static const std::shared_ptr<const RateLimitConfig> config = [] {
-    const ConfigSource source{.name = "edge.yaml", .content = kConfig};
+    const ConfigSource source{.name = "edge.yaml", .content = std::string(kConfig)};
     absl::StatusOr<std::shared_ptr<const RateLimitConfig>> parsed =
         ParseRateLimitConfig({&source, 1});
     SLUICE_FUZZ_CHECK(parsed.ok(), parsed.status());

@@ -28,7 +28,7 @@ CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWith
   -DSLUICE_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCHMARKS=OFF >/dev/null
 targets=()
 for name in $FUZZ_TARGETS; do targets+=("${name}_fuzzer"); done
-cmake --build "$BUILD_DIR" -j"$JOBS" --target "${targets[@]}"
+cmake --build "$BUILD_DIR" -j"$JOBS" --target "${targets[@]}" -- --no-print-directory
 
 failed=()
 for name in $FUZZ_TARGETS; do

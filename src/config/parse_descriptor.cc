@@ -99,7 +99,7 @@ absl::StatusOr<DomainTree> ParseRoot(const FileContext& file, const std::string&
     return file.Error(YAML::Mark(), "domain", "config file cannot have empty domain");
   }
   // Before any recursive walk: aliases can make the tree exponential or cyclic.
-  SLUICE_RETURN_IF_ERROR(CheckExpandedSize(file, root));
+  SLUICE_RETURN_IF_ERROR(CheckExpandedSize(file, root, content.size()));
 
   SLUICE_ASSIGN_OR_RETURN(const MapReader r, MapReader::Read(file, root, "", Scope::kRoot));
   DomainTree tree;

@@ -449,7 +449,10 @@ absl::StatusOr<YAML::Node> LoadFirstDocument(const FileContext& file, const std:
   }
 }
 
-absl::Status CheckExpandedSize(const FileContext& file, const YAML::Node& root) {
+absl::Status CheckExpandedSize(const FileContext& file, const YAML::Node& root,
+                               size_t source_bytes) {
+  const size_t max_nodes = std::max(kMaxExpandedNodes, source_bytes);
+  const size_t max_scalar_bytes = std::max(kMaxExpandedScalarBytes, source_bytes);
   struct Pending {
     YAML::Node node;
     int depth;
@@ -460,10 +463,10 @@ absl::Status CheckExpandedSize(const FileContext& file, const YAML::Node& root) 
   while (!pending.empty()) {
     const Pending item = std::move(pending.back());
     pending.pop_back();
-    if (++nodes > kMaxExpandedNodes) {
-      return file.Error(item.node.Mark(), "",
-                        absl::StrCat("more than ", kMaxExpandedNodes,
-                                     " YAML nodes once aliases are expanded"));
+    if (++nodes > max_nodes) {
+      return file.Error(
+          item.node.Mark(), "",
+          absl::StrCat("more than ", max_nodes, " YAML nodes once aliases are expanded"));
     }
     if (item.depth > kMaxNestingDepth) {
       return file.Error(item.node.Mark(), "",
@@ -472,9 +475,9 @@ absl::Status CheckExpandedSize(const FileContext& file, const YAML::Node& root) 
     }
     if (item.node.IsScalar()) {
       scalar_bytes += item.node.Scalar().size();
-      if (scalar_bytes > kMaxExpandedScalarBytes) {
+      if (scalar_bytes > max_scalar_bytes) {
         return file.Error(item.node.Mark(), "",
-                          absl::StrCat("more than ", kMaxExpandedScalarBytes,
+                          absl::StrCat("more than ", max_scalar_bytes,
                                        " bytes of scalars once aliases are expanded"));
       }
     } else if (item.node.IsSequence()) {

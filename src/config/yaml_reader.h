@@ -122,14 +122,17 @@ inline constexpr int kMaxNestingDepth = 256;
 
 // CheckExpandedSize()
 //
-// Returns OK when `root`, with every alias expanded, has at most kMaxExpandedNodes nodes holding
-// at most kMaxExpandedScalarBytes of scalars, nested at most kMaxNestingDepth deep; else
-// InvalidArgument located at the node where a bound was crossed. yaml-cpp shares an aliased node
-// rather than copying it, so a file of a few lines can stand for an exponential tree (a "billion
-// laughs" document), and an anchor used inside itself (`&a [*a]`) makes a cycle. Every later walk
-// of the tree is linear in its expanded size, so after this check all of them are bounded.
-// Iterative, so the check itself needs no stack however deep the document.
-absl::Status CheckExpandedSize(const FileContext& file, const YAML::Node& root);
+// Returns OK when `root`, parsed from `source_bytes` bytes of YAML, with every alias expanded, has
+// at most max(kMaxExpandedNodes, source_bytes) nodes holding at most max(kMaxExpandedScalarBytes,
+// source_bytes) bytes of scalars, nested at most kMaxNestingDepth deep; else InvalidArgument
+// located at the node where a bound was crossed. A file without aliases is never refused for its
+// size (no node or scalar byte is shorter than its text), only for its depth. yaml-cpp shares an
+// aliased node rather than copying it, so a file of a few lines can stand for an exponential tree
+// (a "billion laughs" document), and an anchor used inside itself (`&a [*a]`) makes a cycle. Every
+// later walk of the tree is linear in its expanded size, so after this check all of them are
+// bounded. Iterative, so the check itself needs no stack however deep the document.
+absl::Status CheckExpandedSize(const FileContext& file, const YAML::Node& root,
+                               size_t source_bytes);
 
 // YamlToJson()
 //

@@ -298,8 +298,8 @@ TEST(ParseInline, StrayCommaIsAnErrorNotAnEndlessLoop) {
   EXPECT_TRUE((*config)->HasDomain("d"));
 }
 
-// Regression (found by fuzz/config_fuzzer.cc): an anchor used inside itself made yaml-cpp build a
-// cyclic tree, and the descriptor and metadata walks recursed until the stack overflowed.
+// Regression (found while fuzzing the config parser): an anchor used inside itself made yaml-cpp
+// build a cyclic tree, and the descriptor and metadata walks recursed until the stack overflowed.
 TEST(ParseInline, RecursiveAnchorIsAnErrorNotAStackOverflow) {
   for (const std::string yaml : {
            "domain: d\ndescriptors: &d\n  - key: a\n    descriptors: *d\n",
@@ -313,8 +313,8 @@ TEST(ParseInline, RecursiveAnchorIsAnErrorNotAStackOverflow) {
   }
 }
 
-// Regression (found by fuzz/config_fuzzer.cc): aliases of aliases ("billion laughs") made a file
-// of a few lines expand to billions of nodes, which the metadata JSON and the descriptor tree
+// Regression (found while fuzzing the config parser): aliases of aliases ("billion laughs") made a
+// file of a few lines expand to billions of nodes, which the metadata JSON and the descriptor tree
 // were built from, exhausting memory. Expansion is now bounded; aliases within it still work.
 TEST(ParseInline, AliasExpansionIsBounded) {
   std::string yaml = "domain: d\ndescriptors:\n  - key: a\n    metadata:\n";

@@ -200,7 +200,8 @@ TEST(StoreUrl, RedactedFormEncodesUserNameAndParameterValues) {
 // Regression (found by fuzz/store_url_fuzzer.cc): a host name decoded from escapes ("h%2Fx") was
 // accepted although no resolver takes it and Redacted() could not write it back.
 TEST(StoreUrl, RejectsHostNamesWithReservedCharacters) {
-  for (const std::string input : {"redis://h%2Fx", "redis://a%3Ab:1", "redis://h%20x", "redis://%7E"}) {
+  for (const std::string input :
+       {"redis://h%2Fx", "redis://a%3Ab:1", "redis://h%20x", "redis://%7E"}) {
     absl::StatusOr<StoreUrl> url = ParseStoreUrl(input);
     ASSERT_FALSE(url.ok()) << input << " parsed";
     EXPECT_THAT(url.status().message(), HasSubstr("host name may hold only")) << input;
