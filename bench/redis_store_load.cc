@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include <CLI/CLI.hpp>
+#include <sys/resource.h>
 
 #include "sluice/redis_store.h"
 
@@ -112,6 +113,8 @@ int main(int argc, char** argv) {
   run.limit = sluice::Limit{.algorithm = *algo, .limit = quota, .period = std::chrono::seconds(60)};
   run.keys = std::max(1, keys);
   inflight = std::clamp(inflight, 1, 4096);
+  rusage cpu_begin{};
+  getrusage(RUSAGE_SELF, &cpu_begin);
   const auto begin = Clock::now();
   run.stop = begin + std::chrono::seconds(std::clamp(seconds, 1, 120));
   run.outstanding.store(inflight);
@@ -126,12 +129,20 @@ int main(int argc, char** argv) {
                                      static_cast<size_t>(p * run.latencies_us.size()))];
   };
   const int64_t total = run.allowed + run.denied + run.errors;
+  rusage cpu_end{};
+  getrusage(RUSAGE_SELF, &cpu_end);
+  auto us = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec);
+  };
+  const double cpu_us =
+      us(cpu_end.ru_utime) + us(cpu_end.ru_stime) - us(cpu_begin.ru_utime) - us(cpu_begin.ru_stime);
   std::printf(
       "{\"algorithm\":\"%s\",\"inflight\":%d,\"keys\":%d,\"seconds\":%.2f,\"decisions_per_s\":%.0f,"
       "\"allowed\":%lld,\"denied\":%lld,\"errors\":%lld,\"p50_us\":%lld,\"p99_us\":%lld,"
-      "\"p999_us\":%lld}\n",
+      "\"p999_us\":%lld,\"client_cpu_us_per_decision\":%.1f}\n",
       algorithm.c_str(), inflight, run.keys, elapsed, static_cast<double>(total) / elapsed,
       static_cast<long long>(run.allowed.load()), static_cast<long long>(run.denied.load()),
-      static_cast<long long>(run.errors.load()), pct(0.5), pct(0.99), pct(0.999));
+      static_cast<long long>(run.errors.load()), pct(0.5), pct(0.99), pct(0.999),
+      total > 0 ? cpu_us / static_cast<double>(total) : 0.0);
   return 0;
 }

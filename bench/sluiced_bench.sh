@@ -3,6 +3,11 @@
 # the library-direct RedisStore figure, redis-benchmark's EVALSHA ceiling and rate-limiter-flexible,
 # all measured in one run against one redis-server (only same-run ratios mean anything here).
 #
+# Besides decisions/s, each line gives the CPU time each process spent per decision (client =
+# the load generator, sluiced, redis), read from /proc: on a machine this small the three share
+# two cores, so throughput is bounded by 2 s / (sum of the three) per second of wall time, and
+# the breakdown says which of them a figure is really measuring.
+#
 #   bench/sluiced_bench.sh [BUILD_DIR]     (a Release build with benchmarks; redis-server)
 #
 # Load generator, sluiced and Redis share the machine's 2 cores.
@@ -42,36 +47,54 @@ start_sluiced() {  # store -> sets HTTP_PORT GRPC_PORT SLUICED_PID
   echo "sluiced did not start:"; cat "$WORK/sluiced.log"; exit 1
 }
 rate() { sed 's/.*"decisions_per_s":\([0-9.]*\).*/\1/'; }
+field() { sed "s/.*\"$1\":\([0-9.]*\).*/\1/"; }
+CLK=$(getconf CLK_TCK)
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# cpu_per_decision PID TICKS_BEFORE DECISIONS -> microseconds of that process's CPU per decision
+cpu_per_decision() {
+  python3 -c "print(f'{($(ticks "$1") - $2) * 1e6 / $CLK / max(1, $3):.1f}')"
+}
+# run_load STORE MODE PORT: one load run against the running sluiced, with the CPU split.
+run_load() {
+  local s0 r0 out r n
+  s0=$(ticks "$SLUICED_PID"); r0=$(ticks "$REDIS_PID")
+  out=$("$LOAD" --target "127.0.0.1:$3" --mode "$2" --inflight "$INFLIGHT" --seconds "$SECS" \
+    --domain bench --key user)
+  r=$(echo "$out" | rate); n=$(python3 -c "print(int($r * $SECS))")
+  LAST_RATE=$r
+  echo "sluiced     $1 $2: $out sluiced_cpu_us=$(cpu_per_decision "$SLUICED_PID" "$s0" "$n")" \
+    "redis_cpu_us=$(cpu_per_decision "$REDIS_PID" "$r0" "$n")"
+}
 
 echo "# $(nproc) cores; redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'); $SECS s per run; $INFLIGHT in flight"
 SHA=$(redis-cli -p "$RPORT" SCRIPT LOAD "$("$STORE_LOAD" --print-script)")
 redis-cli -p "$RPORT" FLUSHALL >/dev/null
+r0=$(ticks "$REDIS_PID")
 CEIL=$(redis-benchmark -p "$RPORT" -c 50 -P 16 -n 1000000 -r 10000 --csv \
   EVALSHA "$SHA" 1 "sluice:{bench:k__rand_int__}:fixed_window" fixed_window 1000000000 60000000 1000000000 1 |
   tail -1 | cut -d, -f2 | tr -d '"')
-echo "ceiling     redis-benchmark EVALSHA fixed_window -c 50 -P 16: $CEIL decisions/s"
+echo "ceiling     redis-benchmark EVALSHA fixed_window -c 50 -P 16: $CEIL decisions/s" \
+  "redis_cpu_us=$(cpu_per_decision "$REDIS_PID" "$r0" 1000000)"
 
 redis-cli -p "$RPORT" FLUSHALL >/dev/null
+r0=$(ticks "$REDIS_PID")
 LIB=$("$STORE_LOAD" --url "redis://127.0.0.1:$RPORT" --algorithm fixed_window --inflight 256 --seconds "$SECS")
-echo "library     RedisStore direct, 256 in flight: $LIB"
+n=$(python3 -c "print(int($(echo "$LIB" | rate) * $SECS))")
+echo "library     RedisStore direct, 256 in flight: $LIB redis_cpu_us=$(cpu_per_decision "$REDIS_PID" "$r0" "$n")"
 
 start_sluiced memory
-for mode in grpc http; do
-  port=$GRPC_PORT; [ $mode = http ] && port=$HTTP_PORT
-  out=$("$LOAD" --target "127.0.0.1:$port" --mode $mode --inflight "$INFLIGHT" --seconds "$SECS" --domain bench --key user)
-  echo "sluiced     memory $mode: $out"
-done
+run_load memory grpc "$GRPC_PORT"
+run_load memory http "$HTTP_PORT"
 kill "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null || true
 
 redis-cli -p "$RPORT" FLUSHALL >/dev/null
 start_sluiced "redis://127.0.0.1:$RPORT"
-for mode in grpc http; do
-  port=$GRPC_PORT; [ $mode = http ] && port=$HTTP_PORT
-  out=$("$LOAD" --target "127.0.0.1:$port" --mode $mode --inflight "$INFLIGHT" --seconds "$SECS" --domain bench --key user)
-  r=$(echo "$out" | rate)
-  echo "sluiced     redis $mode: $out  ratio_to_ceiling=$(python3 -c "print(f'{$r/$CEIL:.2f}')")"
-  [ $mode = grpc ] && GRPC_RATE=$r
-done
+run_load redis grpc "$GRPC_PORT"
+GRPC_RATE=$LAST_RATE
+echo "            ratio_to_ceiling=$(python3 -c "print(f'{$GRPC_RATE/$CEIL:.2f}')")"
+run_load redis http "$HTTP_PORT"
+HTTP_RATE=$LAST_RATE
+echo "            ratio_to_ceiling=$(python3 -c "print(f'{$HTTP_RATE/$CEIL:.2f}')")"
 kill "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null || true
 
 if command -v node >/dev/null && command -v npm >/dev/null && [ -d "$PEER_DIR" ]; then
@@ -82,6 +105,7 @@ if command -v node >/dev/null && command -v npm >/dev/null && [ -d "$PEER_DIR" ]
     r=$(echo "$out" | sed 's/.*"decisions_per_s":\([0-9.]*\).*/\1/; s/.*"decisionsPerSec":\([0-9.]*\).*/\1/')
     echo "peer        rate-limiter-flexible RateLimiterRedis, 50 in flight: $out"
     python3 -c "print(f'sluiced-redis-grpc / rlflx = {$GRPC_RATE/$r:.2f}')" 2>/dev/null || true
+    python3 -c "print(f'sluiced-redis-http / rlflx = {$HTTP_RATE/$r:.2f}')" 2>/dev/null || true
   fi
   rm -rf "$PEER"
 fi

@@ -34,7 +34,6 @@ struct HttpRequest {
   std::string method{};
   std::string target{};
   std::string body{};
-  std::vector<std::pair<std::string, std::string>> headers{};
 };
 
 struct HttpResponse {
@@ -49,7 +48,7 @@ struct HttpServerOptions {
   std::string address = "127.0.0.1";
   // Listen port; 0 picks a free one (see HttpServer::port()).
   uint16_t port = 8080;
-  // I/O threads. Default: 1.
+  // I/O threads, each with the connections it accepted; one more thread accepts. Default: 1.
   int threads = 1;
   // Largest request body accepted; larger requests get 413. Default: 64 KiB.
   size_t max_body_bytes = size_t{64} * 1024;
