@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <new>
+#include <span>
 #include <utility>
 
 #include "src/http/request_call.h"
@@ -46,9 +47,13 @@ Verdict Middleware::Decide(const RequestView& request) {
   internal::RequestCall call(config_.load(), this);
   if (call.Prepare(request, options_) == internal::RequestCall::State::kUnlimited) return Verdict{};
   counters_->enabled.fetch_add(1, std::memory_order_relaxed);
-  absl::StatusOr<MultiDecision> result = options_.store->CheckAll(call.checks());
   internal::Tally tally;
-  Verdict verdict = call.Finish(std::move(result), options_, tally);
+  const std::span<const LimitCheck> checks = call.checks();
+  Verdict verdict =
+      checks.size() == 1
+          ? call.Finish(options_.store->Check(checks[0].key, checks[0].limit, checks[0].cost),
+                        options_, tally)
+          : call.Finish(options_.store->CheckAll(checks), options_, tally);
   counters_->Add(tally);
   return verdict;
 }
@@ -63,14 +68,28 @@ void Middleware::DecideAsync(const RequestView& request, VerdictCallback done) {
   }
   counters_->enabled.fetch_add(1, std::memory_order_relaxed);
   call->done = std::move(done);
-  std::span<const LimitCheck> checks = call->checks();
-  options_.store->CheckAllAsync(checks, [call](absl::StatusOr<MultiDecision> result) mutable {
+  // One check (the common case) takes the store's single-key path: its cheapest, and one limit
+  // needs no all-or-nothing check.
+  const std::span<const LimitCheck> checks = call->checks();
+  auto finish = [call](auto result) {
     internal::Tally tally;
     Middleware& self = *call->owner;
     Verdict verdict = call->Finish(std::move(result), self.options_, tally);
     self.counters_->Add(tally);
     std::move(call->done)(std::move(verdict));
-  });
+  };
+  if (checks.size() == 1) {
+    options_.store->CheckAsync(
+        checks[0].key, checks[0].limit, checks[0].cost,
+        [finish = std::move(finish)](absl::StatusOr<Decision> result) mutable {
+          finish(std::move(result));
+        });
+    return;
+  }
+  options_.store->CheckAllAsync(
+      checks, [finish = std::move(finish)](absl::StatusOr<MultiDecision> result) mutable {
+        finish(std::move(result));
+      });
 }
 
 absl::Status Middleware::SetConfig(std::shared_ptr<const MiddlewareConfig> config) {

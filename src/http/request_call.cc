@@ -94,29 +94,39 @@ Verdict RequestCall::Reject(RejectReason reason, int status, int64_t retry_after
 
 Verdict RequestCall::Finish(absl::StatusOr<MultiDecision> result, const MiddlewareOptions& options,
                             Tally& tally) {
+  if (!result.ok()) return FinishDecisions(result.status(), {}, false, options, tally);
+  return FinishDecisions(absl::OkStatus(), result->decisions, result->allowed, options, tally);
+}
+
+Verdict RequestCall::Finish(absl::StatusOr<Decision> result, const MiddlewareOptions& options,
+                            Tally& tally) {
+  if (!result.ok()) return FinishDecisions(result.status(), {}, false, options, tally);
+  return FinishDecisions(absl::OkStatus(), {&*result, 1}, result->allowed, options, tally);
+}
+
+Verdict RequestCall::FinishDecisions(absl::Status status, std::span<const Decision> decisions,
+                                     bool allowed, const MiddlewareOptions& options, Tally& tally) {
   state_ = State::kDone;
   const MiddlewareSpec& spec = config_->spec();
   const ResponseSpec& response = spec.response;
-  if (result.ok() && result->decisions.size() != tier_->policies.size()) {
-    result =
-        absl::InternalError(absl::StrCat("store answered ", result->decisions.size(),
-                                         " decisions for ", tier_->policies.size(), " checks"));
+  if (status.ok() && decisions.size() != tier_->policies.size()) {
+    status = absl::InternalError(absl::StrCat(
+        "store answered ", decisions.size(), " decisions for ", tier_->policies.size(), " checks"));
   }
-  if (!result.ok()) {
+  if (!status.ok()) {
     tally.error = true;
     if (spec.dry_run || response.store_error == StoreErrorAction::kAllow) return Verdict{};
     tally.enforced = true;
     // Nothing is known about when the store will be back; one second keeps clients from
     // hammering without making them wait long.
     return Reject(RejectReason::kStoreError, response.unavailable_status, 1, {}, {},
-                  result.status(), options);
+                  std::move(status), options);
   }
-  const MultiDecision& decisions = *result;
   const std::vector<CompiledPolicy>& policies = tier_->policies;
   absl::InlinedVector<PolicyState, 4> states(policies.size());
   bool from_fallback = false;
   for (size_t i = 0; i < policies.size(); ++i) {
-    const Decision& d = decisions.decisions[i];
+    const Decision& d = decisions[i];
     states[i] = PolicyState{.name = policies[i].name,
                             .quoted_name = policies[i].quoted_name,
                             .quota = policies[i].quota,
@@ -133,10 +143,10 @@ Verdict RequestCall::Finish(absl::StatusOr<MultiDecision> result, const Middlewa
   int64_t retry_after = 1;
   size_t binding = MostConstrained(states);
   bool denied_by_fallback = false;
-  if (!decisions.allowed) {
+  if (!allowed) {
     int64_t longest = 0;
     for (size_t i = 0; i < policies.size(); ++i) {
-      const Decision& d = decisions.decisions[i];
+      const Decision& d = decisions[i];
       if (d.allowed) continue;
       violated.push_back(policies[i].name);
       // All limits must admit the request, and each only recovers with time, so the longest wait
@@ -171,7 +181,7 @@ Verdict RequestCall::Finish(absl::StatusOr<MultiDecision> result, const Middlewa
     headers.push_back({"X-RateLimit-Reset", absl::StrCat(reset)});
   }
 
-  if (decisions.allowed) {
+  if (allowed) {
     tally.ok = true;
     return Verdict{.headers = std::move(headers)};
   }

@@ -66,6 +66,9 @@ class RequestCall {
   // form. REQUIRES: state() == kWaitingForStore.
   Verdict Finish(absl::StatusOr<MultiDecision> result, const MiddlewareOptions& options,
                  Tally& tally);
+  // The same for a call with one check, answered by Store::Check(): one limit needs no
+  // all-or-nothing check, and the single-key path of a store is its cheapest.
+  Verdict Finish(absl::StatusOr<Decision> result, const MiddlewareOptions& options, Tally& tally);
 
   // The caller's completion, kept here during an asynchronous call so that the store's callback
   // captures one pointer (and fits in its callback's inline storage: no allocation).
@@ -75,6 +78,9 @@ class RequestCall {
   State state() const { return state_; }
 
  private:
+  // `status` is the store's error, or OK with one decision per check in `decisions`.
+  Verdict FinishDecisions(absl::Status status, std::span<const Decision> decisions, bool allowed,
+                          const MiddlewareOptions& options, Tally& tally);
   Verdict Reject(RejectReason reason, int status, int64_t retry_after_seconds,
                  std::vector<ResponseHeader> headers, std::vector<std::string_view> violated,
                  absl::Status store_status, const MiddlewareOptions& options);

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -99,9 +100,10 @@ TEST(BeastAdapter, DeliversVerdictsOnTheExecutorAndBuildsResponses) {
 // back to the connection's executor, not run where the store completed it.
 TEST(BeastAdapter, PostsLateVerdictsToTheExecutor) {
   StrictMock<sluice::testing::MockStore> store;
-  Store::MultiDecisionCallback pending;
-  EXPECT_CALL(store, CheckAllAsync(_, _))
-      .WillOnce([&](std::span<const LimitCheck>, Store::MultiDecisionCallback done) {
+  Store::DecisionCallback pending;
+  // One limit: the single-key path.
+  EXPECT_CALL(store, CheckAsync(_, _, _, _))
+      .WillOnce([&](std::string_view, const Limit&, int64_t, Store::DecisionCallback done) {
         pending = std::move(done);
       });
   std::unique_ptr<Middleware> middleware =
@@ -110,17 +112,15 @@ TEST(BeastAdapter, PostsLateVerdictsToTheExecutor) {
   std::optional<std::thread::id> delivered_on;
   CheckBeastRequest(*middleware, ioc.get_executor(), OrderRequest(), kPeer,
                     [&](Verdict) { delivered_on = std::this_thread::get_id(); });
-  std::thread store_thread([&] {
-    std::move(pending)(MultiDecision{.allowed = true, .decisions = {Decision{.allowed = true}}});
-  });
+  std::thread store_thread([&] { std::move(pending)(Decision{.allowed = true}); });
   store_thread.join();
   EXPECT_FALSE(delivered_on.has_value());
   ioc.run();
   EXPECT_EQ(delivered_on, std::this_thread::get_id());
 }
 
-// A store that completes every CheckAllAsync() on its own thread at once, so completions race
-// with the caller's return from CheckBeastRequest().
+// A store that completes every CheckAsync() and CheckAllAsync() on its own thread at once, so
+// completions race with the caller's return from CheckBeastRequest().
 class RacingStore final : public Store {
  public:
   RacingStore() : worker_([this] { Run(); }) {}
@@ -135,7 +135,9 @@ class RacingStore final : public Store {
     return Decision{.allowed = true};
   }
   void CheckAsync(std::string_view, const Limit&, int64_t, DecisionCallback done) override {
-    std::move(done)(Decision{.allowed = true});
+    absl::MutexLock lock(&mu_);
+    pending_.push_back(
+        [done = std::move(done)]() mutable { std::move(done)(Decision{.allowed = true}); });
   }
   absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
     return MultiDecision{.allowed = true,
@@ -143,14 +145,17 @@ class RacingStore final : public Store {
   }
   void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
     absl::MutexLock lock(&mu_);
-    pending_.push_back({checks.size(), std::move(done)});
+    pending_.push_back([n = checks.size(), done = std::move(done)]() mutable {
+      std::move(done)(
+          MultiDecision{.allowed = true, .decisions = std::vector<Decision>(n, {.allowed = true})});
+    });
   }
   std::string_view Name() const override { return "racing"; }
 
  private:
   void Run() {
     for (;;) {
-      std::vector<std::pair<size_t, MultiDecisionCallback>> batch;
+      std::vector<absl::AnyInvocable<void() &&>> batch;
       {
         absl::MutexLock lock(&mu_);
         mu_.Await(absl::Condition(
@@ -160,16 +165,13 @@ class RacingStore final : public Store {
         if (stop_ && pending_.empty()) return;
         batch.swap(pending_);
       }
-      for (auto& [n, done] : batch) {
-        std::move(done)(MultiDecision{.allowed = true,
-                                      .decisions = std::vector<Decision>(n, {.allowed = true})});
-      }
+      for (auto& complete : batch) std::move(complete)();
     }
   }
 
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::pair<size_t, MultiDecisionCallback>> pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::AnyInvocable<void() &&>> pending_ ABSL_GUARDED_BY(mu_);
   std::thread worker_;
 };
 

@@ -166,6 +166,45 @@ TEST(MiddlewareAsync, CompletesLaterAfterTheRequestIsGone) {
   EXPECT_EQ(middleware->Stats().over_limit, 1u);
 }
 
+// Verifies that one limit takes the store's single-key path (a StrictMock fails on CheckAll), and
+// that the key it was given stays valid until the store answers after the request is gone.
+TEST(MiddlewareAsync, OneLimitUsesTheSingleKeyPathAndOutlivesTheRequest) {
+  StrictMock<sluice::testing::MockStore> store;
+  Store::DecisionCallback pending;
+  std::string_view key_seen;
+  EXPECT_CALL(store, CheckAsync(_, _, 1, _))
+      .WillOnce(
+          [&](std::string_view key, const Limit& limit, int64_t, Store::DecisionCallback done) {
+            EXPECT_EQ(limit.limit, 5);
+            key_seen = key;
+            pending = std::move(done);
+          });
+  std::unique_ptr<Middleware> middleware = Middleware::Create({.store = &store, .config = Rules(R"(
+routes:
+  - {name: one, path: /api/one, limits: [{name: only, limit: 5, period: 1m}]}
+)")})
+                                               .value();
+  std::optional<Verdict> verdict;
+  {
+    auto request = std::make_unique<TestRequest>(TestRequest{.path = "/api/one"});
+    ViewOf view(*request);
+    middleware->DecideAsync(view.view(), [&](Verdict v) { verdict = std::move(v); });
+  }
+  EXPECT_FALSE(verdict.has_value());
+  // Still readable: the middleware owns the key until the answer comes.
+  EXPECT_THAT(std::string(key_seen), HasSubstr("/api/one"));
+  std::move(pending)(Decision{.allowed = false,
+                              .limit = 5,
+                              .remaining = 0,
+                              .reset_after = seconds(30),
+                              .retry_after = seconds(30)});
+  ASSERT_TRUE(verdict.has_value());
+  EXPECT_EQ(verdict->status, 429);
+  EXPECT_EQ(HeaderOr(*verdict, "Retry-After"), "30");
+  EXPECT_EQ(HeaderOr(*verdict, "RateLimit"), R"("only";r=0;t=30)");
+  EXPECT_EQ(middleware->Stats().over_limit, 1u);
+}
+
 TEST(MiddlewareAsync, StoreAnsweringTheWrongNumberOfDecisionsIsAnError) {
   StrictMock<sluice::testing::MockStore> store;
   EXPECT_CALL(store, CheckAll(_)).WillOnce([](std::span<const LimitCheck>) {
