@@ -92,7 +92,7 @@ struct Rule {
   // The node's `shadow_mode`: evaluate and count, but always answer OK.
   bool shadow_mode = false;
   // The node's `quota_mode` (reference semantics: the request is over limit only if every
-  // quota-mode descriptor is over). Parsed and kept; sluiced decides what to do with it.
+  // quota-mode descriptor is over, or a normal limit is; sluiced's RateLimitService applies it).
   bool quota_mode = false;
   // The node's `detailed_metric`: stats keys carry every request value (see RuleMatch::stats_key).
   bool detailed_metric = false;

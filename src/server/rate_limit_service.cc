@@ -104,6 +104,8 @@ struct Slot {
   std::optional<Limit> limit{};  // empty: requests_per_unit 0, deny without a store call
   int64_t cost = 1;
   bool shadow = false;
+  // From a `quota_mode` rule: over alone, it makes its descriptor over but not the request.
+  bool quota = false;
   bool cached_over = false;
   std::optional<Decision> decision{};
 };
@@ -119,6 +121,9 @@ struct RateLimitService::Call {
   std::vector<size_t> enforced_slots;
   std::vector<LimitCheck> shadow_checks;
   std::vector<size_t> shadow_slots;
+  // Quota-mode limits, each decided on its own before the enforced ones (see ShouldRateLimit).
+  std::vector<size_t> quota_slots;
+  std::atomic<int> quota_pending{0};
   Callback done;
   std::chrono::steady_clock::time_point started;
   std::atomic<int> pending{0};
@@ -256,7 +261,8 @@ void RateLimitService::ShouldRateLimit(const RateLimitRequest& request, Callback
                 .unit = ToProtoUnit(rl.unit),
                 .limit = rl.limit,
                 .cost = hits,
-                .shadow = rule.shadow_mode || options_.global_shadow_mode};
+                .shadow = rule.shadow_mode || options_.global_shadow_mode,
+                .quota = rule.quota_mode};
       if (slot.limit.has_value()) {
         slot.key = StoreKey(call->domain, match->counter_entries, *slot.limit);
       }
@@ -275,6 +281,8 @@ void RateLimitService::ShouldRateLimit(const RateLimitRequest& request, Callback
   bool known_over = false;
   for (Slot& s : call->slots) {
     if (s.shadow) continue;
+    // A quota-mode limit over its quota does not make the request over by itself.
+    if (s.quota) continue;
     if (!s.limit.has_value()) {
       known_over = true;
     } else if (over_limit_cache_ != nullptr &&
@@ -286,6 +294,10 @@ void RateLimitService::ShouldRateLimit(const RateLimitRequest& request, Callback
   }
   for (size_t i = 0; i < call->slots.size(); ++i) {
     Slot& s = call->slots[i];
+    if (s.quota && !s.shadow) {
+      call->quota_slots.push_back(i);
+      continue;
+    }
     if (!s.limit.has_value() || s.cached_over) continue;
     if (s.shadow) {
       call->shadow_checks.push_back({.key = s.key, .limit = *s.limit, .cost = s.cost});
@@ -297,45 +309,112 @@ void RateLimitService::ShouldRateLimit(const RateLimitRequest& request, Callback
     }
   }
 
-  const int calls = (call->enforced_checks.empty() ? 0 : 1) + (call->shadow_checks.empty() ? 0 : 1);
+  // Quota mode (envoyproxy/ratelimit): the request is over when a normal limit is over, or when
+  // every quota-mode descriptor is. Each quota-mode limit is decided on its own first (it counts
+  // the request whenever it admits it, as in the reference); then the enforced limits are decided
+  // all or nothing, and only peeked at when every quota-mode descriptor turned out over, so that a
+  // rejected request still consumes none of them.
+  const bool quota_first = !call->quota_slots.empty();
+  const bool enforce = !call->enforced_checks.empty();
+  const int calls = (quota_first || enforce ? 1 : 0) + (call->shadow_checks.empty() ? 0 : 1);
   if (calls == 0) {
     Finish(call);
     return;
   }
   call->pending.store(calls);
-  auto complete = [this, call](const std::vector<size_t>& slot_indexes,
-                               absl::StatusOr<MultiDecision> result) {
-    if (!result.ok()) {
-      metrics_.CountStoreError();
-      internal::MutexLock lock(&call->mu);
-      call->error = result.status();
-    } else {
-      for (size_t j = 0; j < slot_indexes.size() && j < result->decisions.size(); ++j) {
-        call->slots[slot_indexes[j]].decision = result->decisions[j];
+  if (!call->shadow_checks.empty()) {
+    store_.CheckAllAsync(call->shadow_checks, [this, call](absl::StatusOr<MultiDecision> r) {
+      Record(*call, call->shadow_slots, std::move(r));
+      if (call->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish(call);
+    });
+  }
+  if (!quota_first) {
+    DecideEnforced(call);
+    return;
+  }
+  call->quota_pending.store(static_cast<int>(call->quota_slots.size()));
+  for (size_t index : call->quota_slots) {
+    const Slot& s = call->slots[index];
+    auto done = [this, call, index](absl::StatusOr<Decision> r) {
+      Record(*call, index, std::move(r));
+      if (call->quota_pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        if (AllQuotaDescriptorsOver(*call)) {
+          for (LimitCheck& c : call->enforced_checks) c.cost = 0;
+        }
+        DecideEnforced(call);
       }
+    };
+    if (s.limit.has_value()) {
+      store_.CheckAsync(s.key, *s.limit, s.cost, std::move(done));
+    } else {
+      // requests_per_unit 0: over without a store call.
+      done(Decision{.allowed = false, .limit = 0, .remaining = 0});
     }
+  }
+}
+
+void RateLimitService::DecideEnforced(const std::shared_ptr<Call>& call) {
+  auto complete = [this, call](absl::StatusOr<MultiDecision> r) {
+    Record(*call, call->enforced_slots, std::move(r));
     if (call->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish(call);
   };
-  if (!call->shadow_checks.empty()) {
-    store_.CheckAllAsync(call->shadow_checks, [call, complete](absl::StatusOr<MultiDecision> r) {
-      complete(call->shadow_slots, std::move(r));
-    });
-  }
-  if (call->enforced_checks.size() == 1) {
+  if (call->enforced_checks.empty()) {
+    complete(MultiDecision{.allowed = true, .decisions = {}});
+  } else if (call->enforced_checks.size() == 1) {
     // The common case, one limit: the single-check script is cheaper than the multi-check one.
     const LimitCheck& c = call->enforced_checks.front();
-    store_.CheckAsync(c.key, c.limit, c.cost, [call, complete](absl::StatusOr<Decision> r) {
-      if (!r.ok()) {
-        complete(call->enforced_slots, r.status());
-        return;
-      }
-      complete(call->enforced_slots, MultiDecision{.allowed = r->allowed, .decisions = {*r}});
-    });
-  } else if (!call->enforced_checks.empty()) {
-    store_.CheckAllAsync(call->enforced_checks, [call, complete](absl::StatusOr<MultiDecision> r) {
-      complete(call->enforced_slots, std::move(r));
-    });
+    store_.CheckAsync(c.key, c.limit, c.cost,
+                      [complete = std::move(complete)](absl::StatusOr<Decision> r) mutable {
+                        if (!r.ok()) {
+                          complete(r.status());
+                          return;
+                        }
+                        complete(MultiDecision{.allowed = r->allowed, .decisions = {*r}});
+                      });
+  } else {
+    store_.CheckAllAsync(call->enforced_checks, std::move(complete));
   }
+}
+
+void RateLimitService::Record(Call& call, const std::vector<size_t>& slot_indexes,
+                              absl::StatusOr<MultiDecision> result) {
+  if (!result.ok()) {
+    metrics_.CountStoreError();
+    internal::MutexLock lock(&call.mu);
+    call.error = result.status();
+    return;
+  }
+  for (size_t j = 0; j < slot_indexes.size() && j < result->decisions.size(); ++j) {
+    call.slots[slot_indexes[j]].decision = result->decisions[j];
+  }
+}
+
+void RateLimitService::Record(Call& call, size_t slot_index, absl::StatusOr<Decision> result) {
+  if (!result.ok()) {
+    metrics_.CountStoreError();
+    internal::MutexLock lock(&call.mu);
+    call.error = result.status();
+    return;
+  }
+  call.slots[slot_index].decision = *result;
+}
+
+bool RateLimitService::AllQuotaDescriptorsOver(const Call& call) {
+  // Per descriptor: 0 = no quota-mode limit, 1 = all admitted so far, 2 = one denied.
+  std::vector<uint8_t> state(call.unlimited.size(), 0);
+  for (size_t index : call.quota_slots) {
+    const Slot& s = call.slots[index];
+    uint8_t& st = state[s.descriptor];
+    // A limit with no decision failed in the store; the request fails as a whole in Finish().
+    const bool over = s.decision.has_value() && !s.decision->allowed;
+    st = over ? 2 : std::max<uint8_t>(st, 1);
+  }
+  bool any = false;
+  for (uint8_t st : state) {
+    if (st == 1) return false;
+    any = any || st == 2;
+  }
+  return any;
 }
 
 void RateLimitService::Finish(const std::shared_ptr<Call>& call) {
@@ -354,6 +433,8 @@ void RateLimitService::Finish(const std::shared_ptr<Call>& call) {
   RateLimitResponse response;
   const size_t n = call->unlimited.size();
   std::vector<bool> over(n, false);
+  bool normal_over = false;
+  const bool quota_over = AllQuotaDescriptorsOver(*call);
   std::chrono::microseconds retry_after{0};
   for (Slot& s : call->slots) {
     Decision d;
@@ -379,8 +460,15 @@ void RateLimitService::Finish(const std::shared_ptr<Call>& call) {
     metrics_.CountRule(call->domain, s.stats_key, outcome, static_cast<uint64_t>(s.cost));
     if (d.allowed || s.shadow) continue;
     over[s.descriptor] = true;
-    if (over_limit_cache_ != nullptr && s.limit.has_value() && !s.cached_over) {
-      over_limit_cache_->Add(s.key, s.limit->limit, s.cost, now, d.retry_after);
+    if (s.quota) {
+      // Over alone it speaks only for its descriptor; the request waits for it only when every
+      // quota-mode descriptor is over.
+      if (!quota_over) continue;
+    } else {
+      normal_over = true;
+      if (over_limit_cache_ != nullptr && s.limit.has_value() && !s.cached_over) {
+        over_limit_cache_->Add(s.key, s.limit->limit, s.cost, now, d.retry_after);
+      }
     }
     retry_after =
         std::max(retry_after, d.retry_after == Decision::kNever ? d.reset_after : d.retry_after);
@@ -395,12 +483,11 @@ void RateLimitService::Finish(const std::shared_ptr<Call>& call) {
     if (c == nullptr || s.decision->remaining < c->decision->remaining) c = &s;
   }
 
-  bool any_over = false;
+  const bool any_over = normal_over || quota_over;
   const Slot* closest = nullptr;
   for (size_t i = 0; i < n; ++i) {
     auto* status = response.add_statuses();
     status->set_code(over[i] ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK);
-    any_over = any_over || over[i];
     if (call->unlimited[i]) {
       status->set_limit_remaining(kUnlimitedRemaining);
       continue;

@@ -7,7 +7,10 @@
 // else max(1, request hits_addend). Every enforced limit of every descriptor is decided in ONE
 // all-or-nothing Store::CheckAll, so a request rejected by one limit consumes none of the others
 // (envoyproxy/ratelimit increments the others). Shadow-mode limits are decided in a separate call,
-// counted, and never deny. `statuses` has one entry per request descriptor, in order.
+// counted, and never deny. `quota_mode` rules follow the reference: the request is over when a
+// normal limit is over or when every quota-mode descriptor is; a quota-mode descriptor over on its
+// own is reported OVER_LIMIT in its status while the overall code stays OK. `statuses` has one
+// entry per request descriptor, in order.
 //
 // Errors: InvalidArgument for a malformed request (nothing is recorded); a store failure that the
 // store's failure policy does not answer is Unavailable.
@@ -20,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
@@ -74,6 +78,15 @@ class RateLimitService {
 
  private:
   struct Call;
+  // Decides the enforced (not shadow, not quota-mode) limits, then finishes when nothing else is
+  // pending.
+  void DecideEnforced(const std::shared_ptr<Call>& call);
+  // Stores the store's answer for the given slots, or the call's error.
+  void Record(Call& call, const std::vector<size_t>& slot_indexes,
+              absl::StatusOr<MultiDecision> result);
+  void Record(Call& call, size_t slot_index, absl::StatusOr<Decision> result);
+  // True when the request has quota-mode descriptors and every one of them is over.
+  static bool AllQuotaDescriptorsOver(const Call& call);
   void Finish(const std::shared_ptr<Call>& call);
 
   Store& store_;

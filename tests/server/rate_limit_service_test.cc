@@ -49,6 +49,15 @@ descriptors:
           requests_per_unit: 1
           name: tenant_limit
           replaces: [{name: tier_free}]
+  - key: quota_a
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1, name: quota_a}
+  - key: quota_b
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 2, name: quota_b}
+  - key: quota_zero
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 0}
 )yaml";
 
 class RateLimitServiceTest : public ::testing::Test {
@@ -189,6 +198,61 @@ TEST_F(RateLimitServiceTest, SeveralLimitsOnOneDescriptorAreAllEnforced) {
   absl::StatusOr<RateLimitResponse> r = Call(kUser);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->statuses(0).current_limit().name(), "user_per_hour");
+}
+
+// Verifies quota mode as the reference defines it: the request is over only when every quota-mode
+// descriptor is over (or a normal limit is); a quota-mode descriptor over on its own reports
+// OVER_LIMIT in its status while the overall code stays OK.
+TEST_F(RateLimitServiceTest, QuotaModeIsOverOnlyWhenEveryQuotaDescriptorIsOver) {
+  constexpr const char* kBothQuotas = R"pb(
+    domain: "edge"
+    descriptors { entries { key: "quota_a" value: "t" } }
+    descriptors { entries { key: "quota_b" value: "t" } })pb";
+  // 1st: both admit. 2nd: a (1/min) is over, b (2/min) admits: OK overall.
+  // 3rd: both over: OVER_LIMIT.
+  const RateLimitResponse::Code expected_overall[] = {RateLimitResponse::OK, RateLimitResponse::OK,
+                                                      RateLimitResponse::OVER_LIMIT};
+  const RateLimitResponse::Code expected_a[] = {
+      RateLimitResponse::OK, RateLimitResponse::OVER_LIMIT, RateLimitResponse::OVER_LIMIT};
+  const RateLimitResponse::Code expected_b[] = {RateLimitResponse::OK, RateLimitResponse::OK,
+                                                RateLimitResponse::OVER_LIMIT};
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<RateLimitResponse> r = Call(kBothQuotas);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->overall_code(), expected_overall[i]) << i;
+    EXPECT_EQ(r->statuses(0).code(), expected_a[i]) << i;
+    EXPECT_EQ(r->statuses(1).code(), expected_b[i]) << i;
+  }
+}
+
+// Verifies a normal limit still rejects on its own beside an admitting quota-mode descriptor, and
+// that a request rejected because every quota-mode descriptor is over consumes no normal limit.
+TEST_F(RateLimitServiceTest, QuotaModeBesideNormalLimits) {
+  constexpr const char* kQuotaAndBlocked = R"pb(
+    domain: "edge"
+    descriptors { entries { key: "quota_b" value: "n" } }
+    descriptors { entries { key: "blocked" value: "x" } })pb";
+  absl::StatusOr<RateLimitResponse> r = Call(kQuotaAndBlocked);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OK);
+
+  constexpr const char* kZeroQuotaAndIp = R"pb(
+    domain: "edge"
+    descriptors { entries { key: "quota_zero" value: "z" } }
+    descriptors { entries { key: "remote_address" value: "10.9.9.9" } })pb";
+  for (int i = 0; i < 4; ++i) {
+    r = Call(kZeroQuotaAndIp);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+    EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OVER_LIMIT);
+    EXPECT_EQ(r->statuses(1).code(), RateLimitResponse::OK);
+  }
+  // The IP limit (3/min) was only peeked at by the rejected requests.
+  r = Call(R"pb(domain: "edge"
+                descriptors { entries { key: "remote_address" value: "10.9.9.9" } })pb");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->statuses(0).limit_remaining(), 2u);
 }
 
 TEST_F(RateLimitServiceTest, ShadowModeCountsButNeverDenies) {
