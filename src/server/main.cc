@@ -119,6 +119,9 @@ int Run(const Flags& flags) {
                  absl::StrJoin(service.config()->Domains(), ", "));
     return true;
   };
+  // Fingerprint the files before reading them: a change that lands between the two is then seen
+  // by the first poll instead of being mistaken for the state already loaded.
+  ConfigWatcher watcher(flags.config);
   if (!load("at start")) return 1;
 
   absl::StatusOr<std::pair<std::string, uint16_t>> http_addr = SplitHostPort(flags.http);
@@ -144,14 +147,13 @@ int Run(const Flags& flags) {
   spdlog::info("sluiced serving: HTTP on {}:{}, gRPC on {}", http_addr->first, http.port(),
                flags.grpc);
 
-  ConfigWatcher watcher(flags.config);
   for (;;) {
     timespec timeout{.tv_sec = flags.config_poll_ms / 1000,
                      .tv_nsec = (flags.config_poll_ms % 1000) * 1'000'000L};
     const int sig = sigtimedwait(&signals, nullptr, &timeout);
     if (sig == SIGHUP) {
+      watcher.Poll();  // Before loading, for the same reason as at start.
       load("on SIGHUP");
-      watcher.Poll();
     } else if (sig == SIGINT || sig == SIGTERM) {
       spdlog::info("{}: draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
       api.MarkTerminating();
