@@ -39,7 +39,7 @@ format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
 
 tidy: configure
-	@git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
+	@git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet --extra-arg=-Wno-unknown-warning-option
 
 clean:
 	@rm -rf build build-asan build-tsan build-fuzz

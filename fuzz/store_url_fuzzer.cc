@@ -5,9 +5,10 @@
 // Properties:
 // - parsing never crashes and returns OK or InvalidArgument;
 // - an error message never quotes the password: the password is what the user meant by it,
-//   everything between the first ':' after "://" and the last '@' before any '?' or '#', which is
-//   also where a password with an unencoded '/' ends up. The URL is parsed again with every
-//   letter and digit of that password changed (within its class, so that percent escapes stay
+//   everything between the first ':' after "://" and the last '@', which is also where a password
+//   with an unencoded '/', '?' or '#' ends up (ParseStoreUrl() refuses any other '@' after the
+//   host, so this '@' is the one that ended the user information). The URL is parsed again with
+//   every letter and digit of that password changed (within its class, so that percent escapes stay
 //   escapes and numbers stay numbers); where the two messages differ, they must not differ as the
 //   passwords do, which is what a message quoting any part of the password does;
 // - a parsed URL's Redacted() form parses back to the same URL, with the password "***" (the
@@ -38,8 +39,7 @@ std::optional<Span> IntendedPassword(std::string_view url) {
   const size_t scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) return std::nullopt;
   const size_t begin = scheme_end + 3;
-  const size_t end = std::min(url.find_first_of("?#", begin), url.size());
-  const size_t at = url.substr(0, end).rfind('@');
+  const size_t at = url.rfind('@');
   if (at == std::string_view::npos || at < begin) return std::nullopt;
   const size_t colon = url.substr(0, at).find(':', begin);
   if (colon == std::string_view::npos) return std::nullopt;

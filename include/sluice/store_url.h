@@ -9,7 +9,10 @@
 // address (`redis://[::1]:6380`). The port defaults to 6379 and the database to 0. Reserved
 // characters in the user or password (`@ : / ? # %` and others) must be percent-encoded (`p%40ss`
 // for `p@ss`); prefer `password_file` for real secrets so they stay out of command lines and config
-// files. A user without a password is an error unless `password_file` supplies one.
+// files. A user without a password is an error unless `password_file` supplies one. An unencoded
+// `@` after the host (in the path, a parameter or a fragment) is an error: it is the mark of a
+// password whose unencoded `/ ? #` ended the user information early, so a parameter value holding
+// `@` must write it as `%40`.
 //
 // Query parameters (anything else is InvalidArgument, so a typo is caught at start-up):
 //   password_file=PATH       the password is the content of PATH (one trailing newline removed),

@@ -31,8 +31,12 @@ constexpr int64_t kMaxTimeoutMs = 3'600'000;
 constexpr urls::grammar::lut_chars kHostNameChars =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._";
 // Left unencoded in Redacted()'s parameter values, for readable paths; the rest is escaped so that
-// '&', '=', '+', '#' and spaces in a value parse back as themselves.
-constexpr urls::grammar::lut_chars kParamValueChars = urls::unreserved_chars + "/:@";
+// '&', '=', '+', '#' and spaces in a value parse back as themselves, and '@', which ParseStoreUrl()
+// refuses after the host, as "%40".
+constexpr urls::grammar::lut_chars kParamValueChars = urls::unreserved_chars + "/:";
+// The hint of every error about a mis-split authority.
+constexpr std::string_view kEncodeHint =
+    "percent-encode reserved characters such as @ : / ? # in the user name and password";
 
 absl::Status Invalid(std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("invalid store URL: ", AbslView(what)));
@@ -160,20 +164,25 @@ absl::StatusOr<StoreUrl> ParseStoreUrl(std::string_view text) {
   urls::result<urls::url_view> parsed = urls::parse_uri(text);
   if (!parsed.has_value()) {
     // Boost's message never quotes the input, so it cannot leak the password.
-    return Invalid(absl::StrCat(
-        parsed.error().message(),
-        " (percent-encode reserved characters such as @ : / in the user name and password)"));
+    return Invalid(absl::StrCat(parsed.error().message(), " (", AbslView(kEncodeHint), ")"));
   }
   const urls::url_view& view = *parsed;
-  if (view.has_fragment()) return Invalid("a fragment (#...) is not allowed");
-  // A password with an unencoded '/' ends the authority early: "redis://u:123/x@h" reads as host
-  // "u", port 123 and path "/x@h". The path is only a database number and never holds '@', so
-  // this is caught before the port and the path are checked, whose errors would quote them.
-  if (view.encoded_path().find('@') != urls::pct_string_view::npos) {
-    return Invalid(
-        "'@' after the host; percent-encode reserved characters such as / ? # in the user name "
-        "and password");
+  // A password with an unencoded '/', '?' or '#' ends the authority early: "redis://u:123/x@h"
+  // reads as host "u", port 123 and path "/x@h", and "redis://u:123?x@h" as query "x@h". The rest
+  // of the password then lands in the path, the query or the fragment, where an error would quote
+  // it and Redacted() would log it ("rediss://u:1?tls_server_name=x@h" even parsed). Its
+  // signature is the '@' that ended the user information, so an unencoded '@' anywhere after the
+  // host is refused, before the port, path and parameters, whose errors quote them, are looked
+  // at. A parameter value that really holds '@' writes it as "%40".
+  const auto holds_at = [](urls::pct_string_view part) {
+    return part.find('@') != urls::pct_string_view::npos;
+  };
+  if (holds_at(view.encoded_path()) || holds_at(view.encoded_query()) ||
+      holds_at(view.encoded_fragment())) {
+    return Invalid(absl::StrCat("'@' after the host; ", AbslView(kEncodeHint),
+                                ", and '@' in parameter values as %40"));
   }
+  if (view.has_fragment()) return Invalid("a fragment (#...) is not allowed");
   if (view.has_userinfo()) {
     url.username = view.user();
     if (view.has_password()) url.password = view.password();

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -174,6 +175,73 @@ TEST(StoreUrl, PasswordWithUnencodedSlashIsNotQuotedInErrors) {
     EXPECT_THAT(std::string(url.status().message()), Not(HasSubstr("S3cret"))) << input;
     EXPECT_THAT(std::string(url.status().message()), Not(HasSubstr("\""))) << input;
   }
+}
+
+// Regression: a password with an unencoded '?' or '#' ends the authority there, as '/' does, and
+// the rest of it fell into the query or the fragment. "user:123?S3cret@host" read as host "user",
+// port 123 and parameter "S3cret@host", which the "unknown parameter" error quoted; the port
+// error quoted "1234567", the database error "4x5", and "u:123?tls_server_name=S3cret@h" even
+// parsed, with the secret in tls_server_name and so in Redacted(). Every such URL is refused by
+// one error that quotes nothing.
+TEST(StoreUrl, PasswordWithUnencodedQuestionMarkOrHashIsNeverQuotedOrLogged) {
+  const std::vector<std::string> inputs = {
+      "redis://user:pa?S3cret@host:6379/0",
+      "redis://:p#S3cret@h",
+      "redis://user:S3c?ret@host",
+      "redis://:S3c#ret@host",
+      "redis://user:123?S3cret@host",
+      "redis://user:1234567?S3cret@host",
+      "redis://user:123?timeout_ms=S3cret@host",
+      "redis://user:1/4x5?S3cret@host",
+      "rediss://u:123?tls_server_name=S3cret@h",
+      "redis://u:6379?password_file=S3cret@h",
+      "redis://u:6379?password_file=/run/x&S3cret@h",
+      "redis://u:12?@h",
+      "redis://u:12#S3cret@h",
+      "redis://:1#S3cret@h",
+  };
+  for (const std::string& input : inputs) {
+    absl::StatusOr<StoreUrl> url = ParseStoreUrl(input);
+    ASSERT_FALSE(url.ok()) << input << " parsed as " << url->Redacted();
+    EXPECT_EQ(url.status().code(), absl::StatusCode::kInvalidArgument) << input;
+    EXPECT_THAT(url.status().message(), HasSubstr("'@' after the host")) << input;
+    EXPECT_THAT(url.status().message(), HasSubstr("percent-encode")) << input;
+    EXPECT_THAT(std::string(url.status().message()), Not(HasSubstr("S3c"))) << input;
+    EXPECT_THAT(std::string(url.status().message()), Not(HasSubstr("\""))) << input;
+  }
+}
+
+// Verifies that a percent-encoded '?', '#' or '@' in the password parses and is never logged, and
+// that a '?' in a parameter value is data: no parameter is called "password", and an unknown
+// parameter's value is not quoted.
+TEST(StoreUrl, PasswordWithEncodedQuestionMarkHashOrAtParses) {
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl("rediss://u:p%3Fq%23r%40s@h?timeout_ms=5");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_EQ(url->username, "u");
+  EXPECT_EQ(url->password, "p?q#r@s");
+  EXPECT_EQ(url->host, "h");
+  EXPECT_EQ(url->command_timeout, std::chrono::milliseconds(5));
+  EXPECT_EQ(url->Redacted(), "rediss://u:***@h:6379?timeout_ms=5");
+
+  absl::StatusOr<StoreUrl> param = ParseStoreUrl("redis://h?password=se?cret");
+  ASSERT_FALSE(param.ok());
+  EXPECT_EQ(param.status().message(), "invalid store URL: unknown parameter \"password\"");
+}
+
+// Verifies that a parameter value holding '@' is written "%40" (a raw '@' after the host is
+// refused) and that Redacted() writes it back that way, so the redacted form still parses.
+TEST(StoreUrl, AtSignInParameterValueMustBeEncoded) {
+  absl::StatusOr<StoreUrl> raw = ParseStoreUrl("redis://h?password_file=/run/redis@prod/pw");
+  ASSERT_FALSE(raw.ok());
+  EXPECT_THAT(raw.status().message(), HasSubstr("'@' in parameter values as %40"));
+
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl("redis://h?password_file=/run/redis%40prod/pw");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_EQ(url->password_file, "/run/redis@prod/pw");
+  EXPECT_EQ(url->Redacted(), "redis://h:6379?password_file=/run/redis%40prod/pw");
+  absl::StatusOr<StoreUrl> again = ParseStoreUrl(url->Redacted());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *url);
 }
 
 // Regression (found by fuzz/store_url_fuzzer.cc): Redacted() wrote the decoded user name and

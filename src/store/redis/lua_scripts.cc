@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <span>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -100,7 +101,7 @@ absl::StatusOr<MultiDecision> ParseCheckAllReply(const RedisReply& reply, size_t
 }
 
 std::string Sha1Hex(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
+  static constexpr std::string_view kHex = "0123456789abcdef";
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
   // EVP_Digest fails only when OpenSSL cannot allocate; a wrong SHA1 would make every call a
@@ -109,7 +110,7 @@ std::string Sha1Hex(std::string_view bytes) {
     std::abort();
   }
   std::string hex;
-  hex.reserve(2 * length);
+  hex.reserve(size_t{2} * length);
   for (unsigned int i = 0; i < length; ++i) {
     hex.push_back(kHex[digest[i] >> 4]);
     hex.push_back(kHex[digest[i] & 0xF]);

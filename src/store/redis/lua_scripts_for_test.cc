@@ -4,6 +4,7 @@
 
 namespace sluice {
 namespace internal {
+// Defined by the sources that lua_scripts.cmake generates.
 extern const std::string_view kCheckFixedWindowLuaForTest;
 extern const std::string_view kCheckSlidingWindowLuaForTest;
 extern const std::string_view kCheckSlidingLogLuaForTest;

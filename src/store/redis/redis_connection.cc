@@ -40,8 +40,9 @@ absl::StatusOr<std::string> ReadPasswordFile(const std::string& path) {
   std::string password = std::move(content).str();
   if (absl::EndsWith(password, "\n")) password.pop_back();
   if (absl::EndsWith(password, "\r")) password.pop_back();
-  if (password.empty())
+  if (password.empty()) {
     return absl::UnavailableError(absl::StrCat("password_file ", path, " is empty"));
+  }
   return password;
 }
 

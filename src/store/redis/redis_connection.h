@@ -46,8 +46,8 @@
 
 #include "src/store/redis/redis_client.h"
 #include "src/store/redis/redis_connection_queue.h"
-#include "src/util/mutex.h"
 #include "src/store/redis/redis_reply_reader.h"
+#include "src/util/mutex.h"
 
 namespace sluice::internal {
 

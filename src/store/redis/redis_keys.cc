@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,8 +13,8 @@
 namespace sluice {
 namespace {
 
-constexpr char kHexDigits[] = "0123456789ABCDEF";
-constexpr char kLowerHexDigits[] = "0123456789abcdef";
+constexpr std::string_view kHexDigits = "0123456789ABCDEF";
+constexpr std::string_view kLowerHexDigits = "0123456789abcdef";
 // The longest suffix; every algorithm's keys get the same tag budget, so all algorithms of one
 // caller key share the tag (and so the Cluster slot) whatever its length.
 constexpr size_t kMaxSuffixBytes = 4;
@@ -153,7 +154,7 @@ std::string Sha256Hex(std::string_view bytes) {
     std::abort();
   }
   std::string hex;
-  hex.reserve(2 * length);
+  hex.reserve(size_t{2} * length);
   for (unsigned int i = 0; i < length; ++i) {
     hex.push_back(kLowerHexDigits[digest[i] >> 4]);
     hex.push_back(kLowerHexDigits[digest[i] & 0xF]);

@@ -1,7 +1,10 @@
 #include "src/store/redis/redis_reply_reader.h"
 
+#include <algorithm>
 #include <new>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include <hiredis/hiredis.h>
@@ -15,12 +18,22 @@ constexpr size_t kReaderMaxIdleBuffer = 1 << 20;
 
 }  // namespace
 
-// Where the object for `task` lives: the root slot, or its element of the parent array, which
-// CreateArray sized up front so that element addresses stay stable while children are built.
+// Where the object for `task` lives: the root slot, or a new last element of the parent array, or
+// nullptr when out of memory. hiredis creates an array's elements in order, each once, and element
+// idx + 1 only after element idx and all its descendants are complete. Appending may move the
+// array's earlier elements, but those are finished; the array itself, whose address hiredis keeps
+// as its children's parent->obj, is the last element of its own parent and does not move while
+// it is being filled.
 RedisReply* RedisReplyReader::Slot(const redisReadTask* task) {
   if (task->parent == nullptr) return &static_cast<RedisReplyReader*>(task->privdata)->root_;
-  auto* parent = static_cast<RedisReply*>(task->parent->obj);
-  return &parent->elements_[static_cast<size_t>(task->idx)];
+  std::vector<RedisReply>& elements = static_cast<RedisReply*>(task->parent->obj)->elements_;
+  // Cannot happen with hiredis; refused rather than written out of place.
+  if (static_cast<size_t>(task->idx) != elements.size()) return nullptr;
+  try {
+    return &elements.emplace_back();
+  } catch (const std::bad_alloc&) {
+    return nullptr;  // hiredis turns this into a reader error; no exception crosses C code.
+  }
 }
 
 void* RedisReplyReader::CreateString(const redisReadTask* task, char* str, size_t len) {
@@ -28,22 +41,27 @@ void* RedisReplyReader::CreateString(const redisReadTask* task, char* str, size_
   if (task->type == REDIS_REPLY_ERROR) type = RedisReply::Type::kError;
   if (task->type == REDIS_REPLY_STATUS) type = RedisReply::Type::kStatus;
   RedisReply* slot = Slot(task);
+  if (slot == nullptr) return nullptr;
   try {
     *slot = RedisReply(type, std::string(str, len));
   } catch (const std::bad_alloc&) {
-    return nullptr;  // hiredis turns this into a reader error; no exception crosses C code.
+    return nullptr;
   }
   return slot;
 }
 
 void* RedisReplyReader::CreateArray(const redisReadTask* task, int elements) {
   if (elements > kMaxArrayElements) {
-    static_cast<RedisReplyReader*>(task->privdata)->oversized_ = true;
+    static_cast<RedisReplyReader*>(task->privdata)->oversized_elements_ = elements;
     return nullptr;
   }
   RedisReply* slot = Slot(task);
+  if (slot == nullptr) return nullptr;
   try {
-    *slot = RedisReply::Array(std::vector<RedisReply>(static_cast<size_t>(elements)));
+    // Room for what is announced, up to a small cap: the elements may never come.
+    std::vector<RedisReply> children;
+    children.reserve(static_cast<size_t>(std::min(elements, kMaxReservedElements)));
+    *slot = RedisReply::Array(std::move(children));
   } catch (const std::bad_alloc&) {
     return nullptr;
   }
@@ -53,12 +71,14 @@ void* RedisReplyReader::CreateArray(const redisReadTask* task, int elements) {
 void* RedisReplyReader::CreateInteger(const redisReadTask* task,
                                       long long value) {  // NOLINT(google-runtime-int)
   RedisReply* slot = Slot(task);
+  if (slot == nullptr) return nullptr;
   *slot = RedisReply::Integer(value);
   return slot;
 }
 
 void* RedisReplyReader::CreateNil(const redisReadTask* task) {
   RedisReply* slot = Slot(task);
+  if (slot == nullptr) return nullptr;
   *slot = RedisReply();
   return slot;
 }
@@ -97,10 +117,12 @@ absl::Status RedisReplyReader::Feed(std::string_view bytes) {
 absl::StatusOr<std::optional<RedisReply>> RedisReplyReader::Next() {
   void* reply = nullptr;
   if (redisReaderGetReply(reader_.get(), &reply) != REDIS_OK) {
-    return absl::InternalError(absl::StrCat(
-        "redis: protocol error: ",
-        oversized_ ? "array longer than the limit of " + std::to_string(kMaxArrayElements)
-                   : std::string(redisReaderGetError(reader_.get()))));
+    return absl::InternalError(
+        absl::StrCat("redis: protocol error: ",
+                     oversized_elements_ > 0
+                         ? absl::StrCat("array of ", oversized_elements_,
+                                        " elements is longer than the limit of ", kMaxArrayElements)
+                         : std::string(redisReaderGetError(reader_.get()))));
   }
   if (reply == nullptr) return std::nullopt;
   std::optional<RedisReply> out(std::move(root_));

@@ -34,9 +34,15 @@ namespace sluice {
 
 class RedisReplyReader {
  public:
-  // Arrays longer than this are refused as a protocol error rather than allocated: a limiter never
-  // reads large collections, and a corrupt length must not exhaust memory.
-  static constexpr long long kMaxArrayElements = 1 << 20;
+  // Arrays longer than this are refused as a protocol error. The longest reply sluice reads is
+  // check_all's, 1 + 5 * 64 checks = 321 integers (src/lua/check_all_entry.lua); 2^16 leaves two
+  // orders of magnitude for ad-hoc commands (KEYS or a SCAN batch in tests) and keeps one array
+  // under 5 MB (sizeof(RedisReply) is 72 bytes), should a garbled or hostile peer fill it.
+  static constexpr int kMaxArrayElements = 1 << 16;
+  // An array reserves room for at most this many elements when its length arrives and grows as
+  // its elements do, so memory follows the bytes received, not the lengths announced: the eight
+  // bytes "*65536\r\n" cost no more than "*512\r\n". 512 holds check_all's 321 in one allocation.
+  static constexpr int kMaxReservedElements = 512;
 
   RedisReplyReader();
   RedisReplyReader(const RedisReplyReader&) = delete;
@@ -70,8 +76,8 @@ class RedisReplyReader {
 
   // The reply under construction; hiredis callbacks write into it (see redis_reply_reader.cc).
   RedisReply root_;
-  // Set when an array was refused for its length, to explain hiredis's "Out of memory".
-  bool oversized_ = false;
+  // The length of an array refused for it (0 if none), to explain hiredis's "Out of memory".
+  int oversized_elements_ = 0;
   std::unique_ptr<redisReader, ReaderDeleter> reader_;
 };
 

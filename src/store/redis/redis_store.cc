@@ -28,7 +28,7 @@ namespace {
 // Adds the Redis key to a status message, so a failure names the limit it hit. Keys are escaped
 // and at most kMaxRedisKeyBytes long (docs/keys.md), so they are safe to log.
 absl::Status WithKey(const absl::Status& status, const std::string& redis_key) {
-  return absl::Status(status.code(), absl::StrCat(status.message(), " [", redis_key, "]"));
+  return {status.code(), absl::StrCat(status.message(), " [", redis_key, "]")};
 }
 
 // The Status of a script's error reply. SLUICE_BADARG means the script refused an argument that
@@ -55,6 +55,8 @@ class RedisStoreImpl final : public RedisStore {
         client_(std::move(client)),
         runner_(client_, {.timeout = options.command_timeout, .clock = options.clock}),
         warnings_(std::make_shared<WarningList>()) {}
+  RedisStoreImpl(const RedisStoreImpl&) = delete;
+  RedisStoreImpl& operator=(const RedisStoreImpl&) = delete;
 
   ~RedisStoreImpl() override {
     // The client fails its pending commands with Unavailable; the runner's callbacks hold it only
@@ -67,7 +69,7 @@ class RedisStoreImpl final : public RedisStore {
     // demand anyway. Preloading spares the first checks a NOSCRIPT round trip and verifies that
     // the server names the scripts by the SHA1 computed here.
     for (const LuaScript* script : ProductionScripts()) {
-      runner_.Preload(*script, [name = script->name](absl::Status status) {
+      runner_.Preload(*script, [name = script->name](const absl::Status& status) {
         if (!status.ok() && status.code() == absl::StatusCode::kInternal) {
           spdlog::error("redis store: preloading script {}: {}", name, status.ToString());
         }

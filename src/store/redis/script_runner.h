@@ -59,6 +59,7 @@ class ScriptRunner {
   ScriptRunner(std::weak_ptr<RedisClient> client, const ScriptRunnerOptions& options);
   ScriptRunner(const ScriptRunner&) = delete;
   ScriptRunner& operator=(const ScriptRunner&) = delete;
+  ~ScriptRunner() = default;
 
   // ScriptRunner::Run()
   //

@@ -1,13 +1,23 @@
 #include "src/store/redis/redis_reply_reader.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include <malloc.h>
 
 namespace sluice {
 namespace {
+
+// Bytes of heap in use (glibc: in the arenas plus mmapped blocks), to bound what the reader holds.
+// Sanitizer builds have their own allocator and may report nothing, which only weakens the test.
+size_t HeapBytesInUse() {
+  const struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
 
 std::vector<RedisReply> ParseAll(RedisReplyReader& reader, std::string_view bytes) {
   EXPECT_TRUE(reader.Feed(bytes).ok());
@@ -92,11 +102,71 @@ TEST(RedisReplyReader, RejectsProtocolErrors) {
 }
 
 TEST(RedisReplyReader, RefusesOversizedArrays) {
+  for (const std::string wire : {"*999999999\r\n", "*65537\r\n", "*1\r\n*2\r\n:1\r\n*65537\r\n"}) {
+    RedisReplyReader reader;
+    ASSERT_TRUE(reader.Feed(wire).ok());
+    absl::StatusOr<std::optional<RedisReply>> next = reader.Next();
+    ASSERT_FALSE(next.ok()) << wire;
+    EXPECT_EQ(next.status().code(), absl::StatusCode::kInternal) << wire;
+    EXPECT_THAT(std::string(next.status().message()),
+                ::testing::MatchesRegex("redis: protocol error: array of [0-9]+ elements is "
+                                        "longer than the limit of 65536"))
+        << wire;
+    EXPECT_FALSE(reader.Feed("+OK\r\n").ok());
+  }
+}
+
+// Verifies the boundary pair: an array of exactly kMaxArrayElements is read, one more is refused.
+TEST(RedisReplyReader, ReadsAnArrayAtTheLimit) {
+  static_assert(RedisReplyReader::kMaxArrayElements == 65536);
+  std::string wire = "*65536\r\n";
+  for (int i = 0; i < 65536; ++i) wire += ":" + std::to_string(i % 10) + "\r\n";
   RedisReplyReader reader;
-  ASSERT_TRUE(reader.Feed("*999999999\r\n").ok());
+  std::vector<RedisReply> replies = ParseAll(reader, wire);
+  ASSERT_EQ(replies.size(), 1u);
+  ASSERT_EQ(replies[0].elements().size(), 65536u);
+  EXPECT_EQ(replies[0].elements()[65535], RedisReply::Integer(65535 % 10));
+}
+
+// Regression: CreateArray sized every array to its announced length before any element came, so
+// the 8 bytes "*65536\r\n" allocated 4.7 MB (75 MB at the old limit of 2^20, and up to seven
+// times that when nested). An announced length now reserves at most kMaxReservedElements and
+// the reply waits, without error, for elements that may never come.
+TEST(RedisReplyReader, AnnouncedLengthAllocatesNothingUntilElementsArrive) {
+  // Three reservations, and generous room for the test's own allocations; a full-size array
+  // would take 4.7 MB.
+  constexpr size_t kBound =
+      size_t{3} * RedisReplyReader::kMaxReservedElements * sizeof(RedisReply) + (64 << 10);
+  RedisReplyReader reader;
+  const size_t before = HeapBytesInUse();
+  ASSERT_TRUE(reader.Feed("*65536\r\n:1\r\n*65536\r\n*65536\r\n").ok());
   absl::StatusOr<std::optional<RedisReply>> next = reader.Next();
-  ASSERT_FALSE(next.ok());
-  EXPECT_THAT(next.status().message(), ::testing::HasSubstr("array longer than the limit"));
+  const size_t after = HeapBytesInUse();
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_FALSE(next->has_value());
+  EXPECT_LE(after - std::min(after, before), kBound);
+}
+
+// Verifies that arrays longer than the initial reservation grow without disturbing what they
+// hold: finished nested arrays move when their parent reallocates, and the array being filled,
+// here the last element of a parent that is already past its reservation, does not.
+TEST(RedisReplyReader, KeepsNestedArraysIntactWhileArraysGrow) {
+  constexpr int kLong = RedisReplyReader::kMaxReservedElements * 2 + 1;
+  std::string wire = "*" + std::to_string(kLong + 1) + "\r\n";
+  for (int i = 0; i < kLong; ++i) wire += "*2\r\n:" + std::to_string(i) + "\r\n$1\r\nx\r\n";
+  wire += "*" + std::to_string(kLong) + "\r\n";
+  for (int i = 0; i < kLong; ++i) wire += ":" + std::to_string(i) + "\r\n";
+  RedisReplyReader reader;
+  std::vector<RedisReply> replies = ParseAll(reader, wire);
+  ASSERT_EQ(replies.size(), 1u);
+  const std::vector<RedisReply>& outer = replies[0].elements();
+  ASSERT_EQ(outer.size(), static_cast<size_t>(kLong + 1));
+  for (int i = 0; i < kLong; ++i) {
+    ASSERT_EQ(outer[i].DebugString(), "[" + std::to_string(i) + ", \"x\"]") << i;
+  }
+  const std::vector<RedisReply>& last = outer[kLong].elements();
+  ASSERT_EQ(last.size(), static_cast<size_t>(kLong));
+  for (int i = 0; i < kLong; ++i) ASSERT_EQ(last[i], RedisReply::Integer(i)) << i;
 }
 
 TEST(RedisReply, TypedAccessorsReportTheActualType) {
