@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "boost/json/serialize.hpp"
 #include "boost/json/value.hpp"
-#include <google/protobuf/util/json_util.h>
 
+#include "src/server/rls_json.h"
 #include "src/util/strings.h"
 
 namespace sluice::server {
@@ -66,13 +66,8 @@ void HttpApi::Handle(const HttpRequest& request, HttpServer::Respond respond) {
 
 void HttpApi::HandleJson(const HttpRequest& request, HttpServer::Respond respond) {
   RateLimitRequest parsed;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
-  if (auto s = google::protobuf::util::JsonStringToMessage(request.body, &parsed, options);
-      !s.ok()) {
-    std::move(respond)(
-        ErrorResponse(400, "invalid_argument",
-                      absl::StrCat("bad RateLimitRequest JSON: ", std::string(s.message()))));
+  if (absl::Status s = ParseRateLimitRequestJson(request.body, &parsed); !s.ok()) {
+    std::move(respond)(ErrorResponse(400, "invalid_argument", internal::StdView(s.message())));
     return;
   }
   service_.ShouldRateLimit(
@@ -83,10 +78,7 @@ void HttpApi::HandleJson(const HttpRequest& request, HttpServer::Respond respond
                                            std::string(result.status().message())));
           return;
         }
-        std::string body;
-        google::protobuf::util::JsonPrintOptions print;
-        print.preserve_proto_field_names = false;
-        (void)google::protobuf::util::MessageToJsonString(*result, &body, print);
+        std::string body = RateLimitResponseToJson(*result);
         const int status = result->overall_code() == RateLimitResponse::OVER_LIMIT ? 429 : 200;
         std::move(respond)(HttpResponse{.status = status, .body = std::move(body)});
       });
