@@ -38,7 +38,7 @@ for _ in $(seq 50); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; slee
 start_sluiced() {  # store -> sets HTTP_PORT GRPC_PORT SLUICED_PID
   HTTP_PORT=$(free_port); GRPC_PORT=$(free_port)
   "$SLUICED" --config bench/config --store "$1" --http "127.0.0.1:$HTTP_PORT" \
-    --grpc "127.0.0.1:$GRPC_PORT" --log-level warn --drain-ms 0 >"$WORK/sluiced.log" 2>&1 &
+    --grpc "127.0.0.1:$GRPC_PORT" ${SLUICED_FLAGS:-} --log-level warn --drain-ms 0 >"$WORK/sluiced.log" 2>&1 &
   SLUICED_PID=$!
   PIDS+=($SLUICED_PID)
   for _ in $(seq 100); do
