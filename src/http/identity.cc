@@ -3,14 +3,36 @@
 #include "absl/strings/str_cat.h"
 
 #include "src/store/redis/redis_keys.h"
+#include "src/util/strings.h"
 
 namespace sluice::http::internal {
 namespace {
+
+using ::sluice::internal::AbslView;
 
 std::string_view TrimSpaces(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
+}
+
+// True when `text` is dotted-quad IPv4 as IpAddress::ToString() writes it: four decimal octets
+// without leading zeros (a parsed address of that text prints back to the same text).
+bool IsCanonicalIpv4(std::string_view text) {
+  int octets = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    const size_t digits = i - start;
+    if (digits == 0 || digits > 3 || (digits > 1 && text[start] == '0')) return false;
+    ++octets;
+    if (i == text.size()) break;
+    if (text[i] != '.' || octets == 4) return false;
+    ++i;
+    if (i == text.size()) return false;
+  }
+  return octets == 4;
 }
 
 }  // namespace
@@ -47,6 +69,11 @@ ResolvedIdentity ResolveIdentity(const IdentitySpec& spec, const ClientIpOptions
     if (ip->v6 && spec.ipv6_prefix_bits < 128) {
       out.key = absl::StrCat("ip:", ip->Masked(spec.ipv6_prefix_bits).ToString(), "/",
                              spec.ipv6_prefix_bits);
+    } else if (!ip->v6 && client_ip.trusted_proxies.empty() &&
+               IsCanonicalIpv4(request.peer_address)) {
+      // The common case, no proxy trusted: the address is the peer's, whose text (as adapters
+      // write it) is already the canonical form, so it need not be printed again.
+      out.key = absl::StrCat("ip:", AbslView(request.peer_address));
     } else {
       out.key = absl::StrCat("ip:", ip->ToString());
     }

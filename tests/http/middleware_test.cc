@@ -121,6 +121,17 @@ TEST_F(MiddlewareTest, EachClientHasItsOwnBucket) {
   EXPECT_TRUE(Get("/api/orders/1", "192.0.2.2").passed());
 }
 
+// Verifies every spelling of one IPv4 client is one bucket: the plain form, its IPv4-mapped IPv6
+// form and text with surrounding spaces all give the key of the canonical text.
+TEST_F(MiddlewareTest, OneIpv4ClientIsOneBucketWhateverTheTextOfItsAddress) {
+  EXPECT_TRUE(Get("/api/orders/1", "198.51.100.9").passed());
+  EXPECT_TRUE(Get("/api/orders/1", "::ffff:198.51.100.9").passed());
+  EXPECT_FALSE(Get("/api/orders/1", " 198.51.100.9 ").passed());
+  for (const std::string& key : recording_->keys()) {
+    EXPECT_THAT(key, HasSubstr(R"(:ip\:198.51.100.9:)"));
+  }
+}
+
 TEST_F(MiddlewareTest, EachTierHasItsOwnLimits) {
   MiddlewareOptions options;
   options.authenticate = [](const RequestView& r) -> std::optional<Principal> {

@@ -153,11 +153,15 @@ void CheckBeastRequest(Middleware& middleware, const Executor& executor,
 //
 // Adds the headers of a passed verdict (RateLimit-Policy, RateLimit, ...) to `response`. They are
 // appended (Beast's insert(), not set(), which first searches for and erases a field of the same
-// name): a response should not carry RateLimit headers of its own.
+// name): a response should not carry RateLimit headers of its own. They go in as
+// `field::unknown` with their own text: none of them is a field Beast knows by enum, and this
+// skips Beast's name lookup on every response (Beast finds fields by their text either way).
 template <class Body, class Fields>
 void ApplyVerdictHeaders(const Verdict& verdict,
                          boost::beast::http::response<Body, Fields>& response) {
-  for (const ResponseHeader& header : verdict.headers) response.insert(header.name, header.value);
+  for (const ResponseHeader& header : verdict.headers) {
+    response.insert(boost::beast::http::field::unknown, header.name, header.value);
+  }
 }
 
 // MakeRejection()
