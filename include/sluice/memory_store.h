@@ -82,6 +82,7 @@ class MemoryStore : public Store {
   virtual size_t SweepExpired() = 0;
 
   std::string_view Name() const override { return "memory"; }
+  bool AnswersInline() const override { return true; }
 };
 
 }  // namespace sluice

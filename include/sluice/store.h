@@ -93,6 +93,14 @@ class Store {
   //
   // Returns a short name for logs and metrics: "memory" or "redis".
   virtual std::string_view Name() const = 0;
+
+  // Store::AnswersInline()
+  //
+  // True when the store never waits on I/O: its synchronous methods return at once and its
+  // asynchronous ones complete `done` before they return (the memory store). A caller on a thread
+  // that must not block may then use the synchronous methods, and skip the state an asynchronous
+  // completion needs. Default: false.
+  virtual bool AnswersInline() const { return false; }
 };
 
 }  // namespace sluice

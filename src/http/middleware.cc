@@ -36,7 +36,8 @@ absl::StatusOr<std::unique_ptr<Middleware>> Middleware::Create(MiddlewareOptions
 Middleware::Middleware(MiddlewareOptions options)
     : options_(std::move(options)),
       config_(options_.config),
-      counters_(std::make_unique<Counters>()) {
+      counters_(std::make_unique<Counters>()),
+      store_answers_inline_(options_.store->AnswersInline()) {
   // The snapshot lives in config_ only, so that SetConfig() is the one owner of changes.
   options_.config.reset();
 }
@@ -59,6 +60,12 @@ Verdict Middleware::Decide(const RequestView& request) {
 }
 
 void Middleware::DecideAsync(const RequestView& request, VerdictCallback done) {
+  // A store that never waits (the memory store) needs none of the state kept below for a late
+  // answer: decide here.
+  if (store_answers_inline_) {
+    std::move(done)(Decide(request));
+    return;
+  }
   // Shared between this frame and the store's callback: the checks must outlive CheckAllAsync()
   // even when the callback runs (and is destroyed) inline.
   auto call = std::make_shared<internal::RequestCall>(config_.load(), this);

@@ -205,6 +205,34 @@ routes:
   EXPECT_EQ(middleware->Stats().over_limit, 1u);
 }
 
+// A store that says it answers inline is asked synchronously: DecideAsync() completes before it
+// returns, through Check(), and never calls CheckAsync() (a StrictMock fails on it).
+class InlineMockStore : public sluice::testing::MockStore {
+ public:
+  bool AnswersInline() const override { return true; }
+};
+
+TEST(MiddlewareAsync, InlineStoreIsAskedSynchronously) {
+  StrictMock<InlineMockStore> store;
+  EXPECT_CALL(store, Check(_, _, 1)).WillOnce([](std::string_view, const Limit& limit, int64_t) {
+    return absl::StatusOr<Decision>(Decision{
+        .allowed = true, .limit = limit.limit, .remaining = 4, .reset_after = seconds(60)});
+  });
+  std::unique_ptr<Middleware> middleware = Middleware::Create({.store = &store, .config = Rules(R"(
+routes:
+  - {name: one, path: /api/one, limits: [{name: only, limit: 5, period: 1m}]}
+)")})
+                                               .value();
+  EXPECT_TRUE(middleware->store_answers_inline());
+  std::optional<Verdict> verdict;
+  TestRequest request{.path = "/api/one"};
+  ViewOf view(request);
+  middleware->DecideAsync(view.view(), [&](Verdict v) { verdict = std::move(v); });
+  ASSERT_TRUE(verdict.has_value());
+  EXPECT_TRUE(verdict->passed());
+  EXPECT_EQ(HeaderOr(*verdict, "RateLimit"), R"("only";r=4;t=60)");
+}
+
 TEST(MiddlewareAsync, StoreAnsweringTheWrongNumberOfDecisionsIsAnError) {
   StrictMock<sluice::testing::MockStore> store;
   EXPECT_CALL(store, CheckAll(_)).WillOnce([](std::span<const LimitCheck>) {

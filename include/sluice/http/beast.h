@@ -120,6 +120,12 @@ template <class Executor, class Body, class Fields, class Done>
 void CheckBeastRequest(Middleware& middleware, const Executor& executor,
                        const boost::beast::http::request<Body, Fields>& request,
                        const boost::asio::ip::tcp::endpoint& peer, Done&& done) {
+  if (middleware.store_answers_inline()) {
+    // The verdict is ready at once: no hand-off state, no executor.
+    const BeastRequestView view(request, peer);
+    std::forward<Done>(done)(middleware.Decide(view.view()));
+    return;
+  }
   using Handoff = internal::BeastHandoff<Executor, std::decay_t<Done>>;
   auto handoff = std::make_shared<Handoff>(std::forward<Done>(done));
   {

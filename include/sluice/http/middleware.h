@@ -163,6 +163,10 @@ class Middleware {
 
   MiddlewareStats Stats() const;
 
+  // Whether the store answers inline (Store::AnswersInline()): DecideAsync() then always completes
+  // before it returns, and adapters may call Decide() directly.
+  bool store_answers_inline() const { return store_answers_inline_; }
+
  private:
   struct Counters;
   explicit Middleware(MiddlewareOptions options);
@@ -170,6 +174,7 @@ class Middleware {
   MiddlewareOptions options_;
   std::atomic<std::shared_ptr<const MiddlewareConfig>> config_;
   std::unique_ptr<Counters> counters_;
+  bool store_answers_inline_ = false;
 };
 
 }  // namespace sluice::http

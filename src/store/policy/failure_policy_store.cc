@@ -66,6 +66,8 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
   }
 
   std::string_view Name() const override { return primary_->Name(); }
+  // The fallback limiter is in memory, so the wrapper waits on I/O exactly when its store does.
+  bool AnswersInline() const override { return primary_->AnswersInline(); }
 
   FailureStats Stats() const override {
     internal::MutexLock lock(&mu_);
