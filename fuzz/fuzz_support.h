@@ -47,7 +47,7 @@ namespace sluice::fuzz {
 
 // Returns `bytes` with every byte outside printable ASCII written as \xNN, for messages.
 inline std::string Printable(std::string_view bytes, size_t max_bytes = 300) {
-  static constexpr char kHex[] = "0123456789abcdef";
+  static constexpr std::string_view kHex = "0123456789abcdef";
   std::string out;
   for (unsigned char c : bytes.substr(0, max_bytes)) {
     if (c >= 0x20 && c < 0x7F && c != '\\') {

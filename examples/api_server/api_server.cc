@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <optional>
 #include <string_view>
 #include <thread>
@@ -94,13 +95,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnRequest() {
     if (middleware_ == nullptr) return Write(Route(req_));
-    http::CheckBeastRequest(*middleware_, stream_.get_executor(), req_, peer_,
-                            [self = shared_from_this()](http::Verdict verdict) {
-                              self->OnVerdict(std::move(verdict));
-                            });
+    http::CheckBeastRequest(
+        *middleware_, stream_.get_executor(), req_, peer_,
+        [self = shared_from_this()](const http::Verdict& verdict) { self->OnVerdict(verdict); });
   }
 
-  void OnVerdict(http::Verdict verdict) {
+  void OnVerdict(const http::Verdict& verdict) {
     if (!verdict.passed()) {
       return Write(http::MakeRejection(verdict, req_.version(), req_.keep_alive()));
     }
@@ -169,14 +169,24 @@ struct ApiServer::Impl {
 ApiServer::ApiServer(ApiServerOptions options)
     : impl_(std::make_unique<Impl>(std::move(options))) {}
 
-ApiServer::~ApiServer() { Stop(); }
+ApiServer::~ApiServer() {
+  // Stop() throws only when an I/O thread cannot be joined (std::system_error) or memory runs out,
+  // which leaves no state to carry on from: end the process as the exception escaping this
+  // destructor would have (the terminate handler still reports it).
+  try {
+    Stop();
+  } catch (...) {
+    std::terminate();
+  }
+}
 
 absl::Status ApiServer::Start() {
   beast::error_code ec;
   const net::ip::address address = net::ip::make_address(impl_->options.address, ec);
-  if (ec)
+  if (ec) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid address '", impl_->options.address, "'"));
+  }
   const tcp::endpoint endpoint(address, impl_->options.port);
   impl_->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl_->acceptor.set_option(net::socket_base::reuse_address(true), ec);

@@ -3,7 +3,9 @@
 //   api_server --store memory --port 8080 --rules examples/api_server/rules.yaml
 //   api_server --store redis://127.0.0.1:6379 --port 8081
 //   api_server --no-limits --port 8082            # the same server without the middleware
+#include <csignal>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -11,7 +13,6 @@
 #include "absl/strings/str_cat.h"
 #include "examples/api_server/api_server.h"
 #include <CLI/CLI.hpp>
-#include <signal.h>
 
 #include "sluice/failure_policy.h"
 #include "sluice/http/middleware.h"
@@ -123,11 +124,8 @@ int Run(const Flags& flags) {
   return 0;
 }
 
-}  // namespace
-}  // namespace sluice::examples
-
-int main(int argc, char** argv) {
-  sluice::examples::Flags flags;
+int Main(int argc, char** argv) {
+  Flags flags;
   CLI::App app{"api_server: a Beast API rate limited by the sluice HTTP middleware"};
   app.add_option("--store", flags.store, "memory | redis://host:port[/db] | rediss://...")
       ->capture_default_str();
@@ -143,5 +141,18 @@ int main(int argc, char** argv) {
   app.add_option("--threads", flags.threads, "I/O threads")->capture_default_str();
   app.add_flag("--no-limits", flags.no_limits, "Serve without the middleware (for benchmarks)");
   CLI11_PARSE(app, argc, argv);
-  return sluice::examples::Run(flags);
+  return Run(flags);
+}
+
+}  // namespace
+}  // namespace sluice::examples
+
+int main(int argc, char** argv) {
+  // An exception that gets here (out of memory, a thread that cannot start) ends the process as
+  // it would have escaping main(): std::terminate(), whose handler reports the exception.
+  try {
+    return sluice::examples::Main(argc, argv);
+  } catch (...) {
+    std::terminate();
+  }
 }

@@ -1,6 +1,7 @@
 #include "src/http/compiled_rules.h"
 
 #include <algorithm>
+#include <array>
 
 #include "src/store/redis/redis_keys.h"
 
@@ -35,7 +36,7 @@ const CompiledRoute* CompiledRules::Match(const RequestView& request) const {
 }
 
 std::string EscapeKeyComponent(std::string_view component) {
-  const std::string_view one[] = {component};
+  const std::array<std::string_view, 1> one = {component};
   return JoinKeyComponents(one);
 }
 

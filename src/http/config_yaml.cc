@@ -108,7 +108,7 @@ class Reader {
           unit = 86400;
           break;
         case 'w':
-          unit = 7 * 86400;
+          unit = int64_t{7} * 86400;
           break;
         default:
           unit = 0;
@@ -159,8 +159,9 @@ class Reader {
     if (node["algorithm"]) {
       SLUICE_ASSIGN_OR_RETURN(std::string name, String(node["algorithm"], field + ".algorithm"));
       absl::StatusOr<Algorithm> algorithm = ParseAlgorithm(name);
-      if (!algorithm.ok())
+      if (!algorithm.ok()) {
         return Error(node["algorithm"], field + ".algorithm", algorithm.status().message());
+      }
       policy.limit.algorithm = *algorithm;
     }
     if (node["burst"]) {
@@ -214,8 +215,8 @@ class Reader {
     for (const char* key : {"method", "methods"}) {
       if (!node[key]) continue;
       SLUICE_ASSIGN_OR_RETURN(rule.methods, StringList(node[key], absl::StrCat(field, ".", key)));
-      for (size_t i = 0; i < rule.methods.size(); ++i) {
-        if (absl::Status s = internal::ValidateMethod(rule.methods[i]); !s.ok()) {
+      for (const std::string& method : rule.methods) {
+        if (absl::Status s = internal::ValidateMethod(method); !s.ok()) {
           return Error(node[key], absl::StrCat(field, ".", key), s.message());
         }
       }
@@ -244,8 +245,9 @@ class Reader {
     }
     if (node["tiers"]) {
       const YAML::Node tiers = node["tiers"];
-      if (!tiers.IsMap())
+      if (!tiers.IsMap()) {
         return Error(tiers, field + ".tiers", "must be a mapping of tier to limits");
+      }
       for (auto it = tiers.begin(); it != tiers.end(); ++it) {
         const std::string name = it->first.Scalar();
         const std::string tier_field = absl::StrCat(field, ".tiers.", name);
@@ -280,8 +282,9 @@ class Reader {
     }
     if (node["trusted_proxies"]) {
       const YAML::Node list = node["trusted_proxies"];
-      if (!list.IsSequence())
+      if (!list.IsSequence()) {
         return Error(list, "identity.trusted_proxies", "must be a list of CIDRs");
+      }
       for (size_t i = 0; i < list.size(); ++i) {
         const std::string field = absl::StrCat("identity.trusted_proxies[", i, "]");
         SLUICE_ASSIGN_OR_RETURN(std::string cidr, String(list[i], field));

@@ -1,6 +1,7 @@
 // IpAddress and Cidr: parsing and formatting through inet_pton/inet_ntop, which are strict (no
 // leading zeros, no octal, no zone index) and allocate nothing.
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "absl/strings/numbers.h"
@@ -28,15 +29,16 @@ bool IsV4Mapped(const std::array<uint8_t, 16>& b) {
 
 std::optional<IpAddress> ParseIpAddress(std::string_view text) {
   if (text.empty() || text.size() > kMaxAddressText) return std::nullopt;
-  char buffer[kMaxAddressText + 1];
-  std::memcpy(buffer, text.data(), text.size());
+  // Not zero-filled: only the copied text and its NUL are read.
+  std::array<char, kMaxAddressText + 1> buffer;
+  std::memcpy(buffer.data(), text.data(), text.size());
   buffer[text.size()] = '\0';
   IpAddress ip;
   if (text.find(':') == std::string_view::npos) {
-    if (inet_pton(AF_INET, buffer, ip.bytes.data()) != 1) return std::nullopt;
+    if (inet_pton(AF_INET, buffer.data(), ip.bytes.data()) != 1) return std::nullopt;
     return ip;
   }
-  if (inet_pton(AF_INET6, buffer, ip.bytes.data()) != 1) return std::nullopt;
+  if (inet_pton(AF_INET6, buffer.data(), ip.bytes.data()) != 1) return std::nullopt;
   if (IsV4Mapped(ip.bytes)) {
     std::array<uint8_t, 16> v4{};
     std::copy_n(ip.bytes.begin() + 12, 4, v4.begin());
@@ -61,11 +63,11 @@ std::string IpAddress::ToString() const {
     }
     return text;
   }
-  char buffer[INET6_ADDRSTRLEN] = {};
-  if (inet_ntop(AF_INET6, bytes.data(), buffer, sizeof(buffer)) == nullptr) {
+  std::array<char, INET6_ADDRSTRLEN> buffer{};
+  if (inet_ntop(AF_INET6, bytes.data(), buffer.data(), buffer.size()) == nullptr) {
     return "?";  // Unreachable: the buffer always fits.
   }
-  return buffer;
+  return buffer.data();
 }
 
 IpAddress IpAddress::Masked(int bits) const {

@@ -1,7 +1,7 @@
 #include "sluice/http/middleware.h"
 
 #include <atomic>
-#include <new>
+#include <cstddef>
 #include <span>
 #include <utility>
 
@@ -9,13 +9,19 @@
 
 namespace sluice::http {
 
+namespace {
+// A cache line on the machines we run on. Not std::hardware_destructive_interference_size: GCC
+// warns that its value may differ between compilers, and clang's libstdc++ headers lack it.
+constexpr size_t kCacheLine = 64;
+}  // namespace
+
 // Each counter on its own cache line: they are bumped by every request on every thread.
 struct Middleware::Counters {
-  alignas(std::hardware_destructive_interference_size) std::atomic<uint64_t> enabled{0};
-  alignas(std::hardware_destructive_interference_size) std::atomic<uint64_t> enforced{0};
-  alignas(std::hardware_destructive_interference_size) std::atomic<uint64_t> over_limit{0};
-  alignas(std::hardware_destructive_interference_size) std::atomic<uint64_t> ok{0};
-  alignas(std::hardware_destructive_interference_size) std::atomic<uint64_t> error{0};
+  alignas(kCacheLine) std::atomic<uint64_t> enabled{0};
+  alignas(kCacheLine) std::atomic<uint64_t> enforced{0};
+  alignas(kCacheLine) std::atomic<uint64_t> over_limit{0};
+  alignas(kCacheLine) std::atomic<uint64_t> ok{0};
+  alignas(kCacheLine) std::atomic<uint64_t> error{0};
 
   void Add(const internal::Tally& t) {
     if (t.ok) ok.fetch_add(1, std::memory_order_relaxed);
@@ -27,8 +33,9 @@ struct Middleware::Counters {
 
 absl::StatusOr<std::unique_ptr<Middleware>> Middleware::Create(MiddlewareOptions options) {
   if (options.store == nullptr) return absl::InvalidArgumentError("middleware: store is required");
-  if (options.config == nullptr)
+  if (options.config == nullptr) {
     return absl::InvalidArgumentError("middleware: config is required");
+  }
   if (options.clock == nullptr) options.clock = &Clock::Real();
   return std::unique_ptr<Middleware>(new Middleware(std::move(options)));
 }

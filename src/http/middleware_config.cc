@@ -3,6 +3,7 @@
 #include "sluice/http/middleware_config.h"
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -49,7 +50,7 @@ CompiledPolicy CompilePolicy(const std::string& area, std::string_view route_key
   out.quota = policy.limit.Capacity();
   out.window = {.window_seconds = internal::PolicyWindowSeconds(policy.limit),
                 .horizon_seconds = internal::PolicyHorizonSeconds(policy.limit)};
-  const std::string_view prefix_components[] = {area, route_key, tier.tier};
+  const std::array<std::string_view, 3> prefix_components = {area, route_key, tier.tier};
   out.key_prefix = absl::StrCat(JoinKeyComponents(prefix_components), ":");
   out.key_suffix = absl::StrCat(":", internal::EscapeKeyComponent(policy.name));
   out.global = global;

@@ -45,8 +45,9 @@ absl::Status CheckStatus(int status, std::string_view location, std::string_view
 }
 
 absl::Status ValidateRule(RuleSpec& rule, std::string_view field, bool global) {
-  if (rule.name.empty())
+  if (rule.name.empty()) {
     return SpecError(rule.location, absl::StrCat(AbslView(field), ".name"), "is required");
+  }
   if (global) {
     if (!rule.path.empty() || !rule.methods.empty()) {
       return SpecError(rule.location, field,
@@ -210,8 +211,9 @@ absl::Status NormalizeAndValidate(MiddlewareSpec& spec) {
         {&id.authenticated_tier, "identity.authenticated_tier"},
         {&id.anonymous_tier, "identity.anonymous_tier"}}) {
     if (*tier == "*") return SpecError(id.location, field, "'*' is not a tier a request can have");
-    if (absl::Status s = ValidateTierName(*tier); !s.ok())
+    if (absl::Status s = ValidateTierName(*tier); !s.ok()) {
       return SpecError(id.location, field, s.message());
+    }
   }
   if (id.ipv6_prefix_bits < 1 || id.ipv6_prefix_bits > 128) {
     return SpecError(id.location, "identity.ipv6_prefix",

@@ -64,6 +64,7 @@ class BeastRequestView {
   }
   BeastRequestView(const BeastRequestView&) = delete;
   BeastRequestView& operator=(const BeastRequestView&) = delete;
+  ~BeastRequestView() = default;
 
   const RequestView& view() const { return view_; }
 
@@ -130,7 +131,7 @@ void CheckBeastRequest(Middleware& middleware, const Executor& executor,
   auto handoff = std::make_shared<Handoff>(std::forward<Done>(done));
   {
     BeastRequestView view(request, peer);
-    middleware.DecideAsync(view.view(), [handoff](Verdict verdict) {
+    middleware.DecideAsync(view.view(), [handoff](Verdict&& verdict) {
       handoff->verdict = std::move(verdict);
       int expected = Handoff::kPending;
       if (handoff->state.compare_exchange_strong(expected, Handoff::kVerdictReady,
