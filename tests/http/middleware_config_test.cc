@@ -2,6 +2,7 @@
 // field, defaults, and the compiled per-tier policy lists.
 #include "sluice/http/middleware_config.h"
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "gtest/gtest.h"
 
 #include "src/http/compiled_rules.h"
+#include "src/store/redis/redis_keys.h"
 
 namespace sluice::http {
 namespace {
@@ -116,6 +118,12 @@ TEST(MiddlewareConfig, CompilesTiersWithTheGlobalRuleFirst) {
   const internal::CompiledPolicy& global = orders.Find("anonymous")->policies[0];
   EXPECT_EQ(global.cost, 1);
   EXPECT_EQ(internal::BuildCounterKey(global, "user:a:b"), R"(shop:*:*:user\:a\:b:global)");
+  // The per-request escape agrees with the store's key joining (docs/keys.md) on every shape.
+  for (const std::string_view identity :
+       {"", ":", "\\", "a", "ip:1.2.3.4", "::1", "a\\:b", "\\\\::", "user:x\\", "key:abc"}) {
+    const std::array<std::string_view, 1> one = {identity};
+    EXPECT_EQ(internal::EscapeKeyComponent(identity), JoinKeyComponents(one)) << identity;
+  }
   EXPECT_THAT(PolicyNames(rules.routes[1].tiers.Find("anonymous")),
               ::testing::ElementsAre("global", "5-per-90s"));
   EXPECT_THAT(PolicyNames(rules.global_only.Find("anyone")), ::testing::ElementsAre("global"));
