@@ -17,7 +17,7 @@ std::string_view TrimSpaces(std::string_view s) {
 }
 
 // True when `text` is dotted-quad IPv4 as IpAddress::ToString() writes it: four decimal octets
-// without leading zeros (a parsed address of that text prints back to the same text).
+// of at most 255 without leading zeros (ParseIpAddress() accepts it and prints it back the same).
 bool IsCanonicalIpv4(std::string_view text) {
   int octets = 0;
   size_t i = 0;
@@ -26,6 +26,7 @@ bool IsCanonicalIpv4(std::string_view text) {
     while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
     const size_t digits = i - start;
     if (digits == 0 || digits > 3 || (digits > 1 && text[start] == '0')) return false;
+    if (digits == 3 && text.substr(start, 3) > "255") return false;
     ++octets;
     if (i == text.size()) break;
     if (text[i] != '.' || octets == 4) return false;
@@ -63,17 +64,19 @@ ResolvedIdentity ResolveIdentity(const IdentitySpec& spec, const ClientIpOptions
       }
     }
   }
-  ResolvedIdentity out{.kind = IdentityKind::kIp, .key = "ip:unknown", .tier = spec.anonymous_tier};
+  ResolvedIdentity out{.kind = IdentityKind::kIp, .key = {}, .tier = spec.anonymous_tier};
+  if (client_ip.trusted_proxies.empty() && IsCanonicalIpv4(request.peer_address)) {
+    // The common case, no proxy trusted: the client is the peer, whose text (as adapters write
+    // it) is already the canonical form, so it need not be parsed and printed again.
+    out.key = absl::StrCat("ip:", AbslView(request.peer_address));
+    return out;
+  }
+  out.key = "ip:unknown";
   if (std::optional<IpAddress> ip =
           ResolveClientIp(client_ip, request.peer_address, request.headers)) {
     if (ip->v6 && spec.ipv6_prefix_bits < 128) {
       out.key = absl::StrCat("ip:", ip->Masked(spec.ipv6_prefix_bits).ToString(), "/",
                              spec.ipv6_prefix_bits);
-    } else if (!ip->v6 && client_ip.trusted_proxies.empty() &&
-               IsCanonicalIpv4(request.peer_address)) {
-      // The common case, no proxy trusted: the address is the peer's, whose text (as adapters
-      // write it) is already the canonical form, so it need not be printed again.
-      out.key = absl::StrCat("ip:", AbslView(request.peer_address));
     } else {
       out.key = absl::StrCat("ip:", ip->ToString());
     }

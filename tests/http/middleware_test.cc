@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "gtest/gtest.h"
 #include <boost/json/parse.hpp>
 
+#include "sluice/http/client_ip.h"
 #include "sluice/memory_store.h"
 
 #include "tests/http/http_test_util.h"
@@ -129,6 +131,33 @@ TEST_F(MiddlewareTest, OneIpv4ClientIsOneBucketWhateverTheTextOfItsAddress) {
   EXPECT_FALSE(Get("/api/orders/1", " 198.51.100.9 ").passed());
   for (const std::string& key : recording_->keys()) {
     EXPECT_THAT(key, HasSubstr(R"(:ip\:198.51.100.9:)"));
+  }
+}
+
+// Verifies the identity of a peer address is the canonical text of what ParseIpAddress() reads
+// from it ("ip:unknown" when it reads nothing), whichever way the middleware gets there.
+TEST_F(MiddlewareTest, PeerIdentityIsTheCanonicalAddressOrUnknown) {
+  const std::vector<std::string> peers = {"0.0.0.0",     "255.255.255.255", "256.1.2.3",
+                                          "1.2.3.256",   "01.2.3.4",        "1.2.3.04",
+                                          "1.2.3",       "1.2.3.4.5",       "1..2.3",
+                                          "1.2.3.",      ".1.2.3",          "299.0.0.1",
+                                          "199.0.0.1",   "1.2.3.999",       "1a.2.3.4",
+                                          "::1",         "::ffff:1.2.3.4",  "",
+                                          "2001:db8::1", "10.0.0.10",       "100.200.250.255"};
+  for (const std::string& peer : peers) {
+    Build(kShopRules);
+    Get("/api/orders/1", peer);
+    const std::optional<IpAddress> ip = ParseIpAddress(peer);
+    std::string expected = "ip:unknown";
+    if (ip.has_value() && !ip->v6) expected = "ip:" + ip->ToString();
+    if (ip.has_value() && ip->v6) continue;  // IPv6 keys are per /64; tested above.
+    std::string escaped;
+    for (const char c : expected) {
+      if (c == ':' || c == '\\') escaped.push_back('\\');
+      escaped.push_back(c);
+    }
+    ASSERT_FALSE(recording_->keys().empty()) << peer;
+    EXPECT_THAT(recording_->keys()[0], HasSubstr(":" + escaped + ":")) << "peer '" << peer << "'";
   }
 }
 
