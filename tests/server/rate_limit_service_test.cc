@@ -1,9 +1,14 @@
 #include "src/server/rate_limit_service.h"
 
+#include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include <google/protobuf/text_format.h>
@@ -253,6 +258,113 @@ TEST_F(RateLimitServiceTest, QuotaModeBesideNormalLimits) {
                 descriptors { entries { key: "remote_address" value: "10.9.9.9" } })pb");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->statuses(0).limit_remaining(), 2u);
+}
+
+// A store that answers every asynchronous check on a thread of its own per call, as the Redis
+// store answers on its I/O threads, so that quota-mode, shadow and enforced answers race.
+class ThreadedStore final : public Store {
+ public:
+  explicit ThreadedStore(Store& target) : target_(target) {}
+  ~ThreadedStore() override { Join(); }
+  void Join() {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads.swap(threads_);
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
+    return target_.Check(key, limit, cost);
+  }
+  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
+                  DecisionCallback done) override {
+    Start([this, key = std::string(key), limit, cost, done = std::move(done)]() mutable {
+      std::move(done)(target_.Check(key, limit, cost));
+    });
+  }
+  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
+    return target_.CheckAll(checks);
+  }
+  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+    std::vector<std::string> keys;
+    std::vector<LimitCheck> copy(checks.begin(), checks.end());
+    for (const LimitCheck& c : checks) keys.emplace_back(c.key);
+    Start([this, keys = std::move(keys), copy = std::move(copy), done = std::move(done)]() mutable {
+      for (size_t i = 0; i < copy.size(); ++i) copy[i].key = keys[i];
+      std::move(done)(target_.CheckAll(copy));
+    });
+  }
+  std::string_view Name() const override { return "threaded"; }
+
+ private:
+  void Start(absl::AnyInvocable<void() &&> work) {
+    std::lock_guard<std::mutex> lock(mu_);
+    threads_.emplace_back([work = std::move(work)]() mutable { std::move(work)(); });
+  }
+  Store& target_;
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+};
+
+// Verifies quota mode, shadow mode and normal limits decide the same when every store answer comes
+// on another thread (run under TSan by `make tsan`).
+TEST(RateLimitServiceThreaded, QuotaShadowAndNormalLimitsWithAnswersOnOtherThreads) {
+  testing::ManualClock clock{std::chrono::seconds(1'700'000'000)};
+  auto memory = MemoryStore::Create({.clock = &clock});
+  ASSERT_TRUE(memory.ok());
+  ThreadedStore store(**memory);
+  Metrics metrics;
+  RateLimitService service(store, metrics, RateLimitServiceOptions{.clock = &clock});
+  const ConfigSource source{.name = "edge.yaml", .content = kConfig};
+  auto config = ParseRateLimitConfig({&source, 1});
+  ASSERT_TRUE(config.ok()) << config.status();
+  service.SetConfig(*config);
+  RateLimitRequest request;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        domain: "edge"
+        descriptors { entries { key: "quota_a" value: "x" } }
+        descriptors { entries { key: "quota_b" value: "x" } }
+        descriptors { entries { key: "shadow" value: "x" } }
+        descriptors { entries { key: "user" value: "x" } })pb",
+      &request));
+  // quota_a 1/min, quota_b 2/min, user 2/s and 5/h: OK, OK (a over), then over (both quotas).
+  const RateLimitResponse::Code expected[] = {RateLimitResponse::OK, RateLimitResponse::OK,
+                                              RateLimitResponse::OVER_LIMIT};
+  for (const RateLimitResponse::Code want : expected) {
+    std::promise<absl::StatusOr<RateLimitResponse>> answer;
+    service.ShouldRateLimit(request, [&answer](absl::StatusOr<RateLimitResponse> r) {
+      answer.set_value(std::move(r));
+    });
+    absl::StatusOr<RateLimitResponse> r = answer.get_future().get();
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->overall_code(), want);
+    ASSERT_EQ(r->statuses_size(), 4);
+  }
+  store.Join();
+  // The rejected third request consumed none of the user limits: the hourly limit (5) has room
+  // for exactly three more, at most two a second.
+  RateLimitRequest user;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(domain: "edge"
+           descriptors { entries { key: "user" value: "x" } })pb",
+      &user));
+  auto decide = [&service, &user] {
+    std::promise<absl::StatusOr<RateLimitResponse>> answer;
+    service.ShouldRateLimit(
+        user, [&answer](absl::StatusOr<RateLimitResponse> r) { answer.set_value(std::move(r)); });
+    absl::StatusOr<RateLimitResponse> r = answer.get_future().get();
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->overall_code() : RateLimitResponse::UNKNOWN;
+  };
+  int admitted = 0;
+  for (int second = 0; second < 3; ++second) {
+    clock.Advance(std::chrono::seconds(1));
+    for (int i = 0; i < 2; ++i) admitted += decide() == RateLimitResponse::OK ? 1 : 0;
+  }
+  EXPECT_EQ(admitted, 3);
+  store.Join();
 }
 
 TEST_F(RateLimitServiceTest, ShadowModeCountsButNeverDenies) {
