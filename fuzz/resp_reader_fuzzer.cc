@@ -20,8 +20,8 @@
 #include "absl/strings/match.h"
 #include "fuzz/fuzz_support.h"
 
-#include "src/store/redis/redis_reply.h"
-#include "src/store/redis/redis_reply_reader.h"
+#include "src/store/redis/client/redis_reply.h"
+#include "src/store/redis/client/redis_reply_reader.h"
 
 namespace sluice::fuzz {
 namespace {

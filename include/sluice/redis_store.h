@@ -67,6 +67,12 @@ struct RedisStoreOptions {
   bool check_eviction_policy = true;
   // Time source for deadlines. Not owned; must outlive the store. Default (nullptr): Clock::Real().
   Clock* clock = nullptr;
+  // Durability (set from the URL's min_replicas and min_replicas_timeout_ms, which win): when
+  // positive, each decision is returned only after `WAIT min_replicas min_replicas_timeout`
+  // confirms that many replicas have its write; otherwise the check fails with Unavailable and
+  // the failure policy answers (docs/redis.md, "Durability"). Default: 0 (no WAIT).
+  int min_replicas = 0;
+  std::chrono::milliseconds min_replicas_timeout{10};
 };
 
 // Counters of a Redis store (values may be slightly outdated).

@@ -4,6 +4,13 @@
 //   memory
 //   redis://[[user]:password@]host[:port][/db][?param=value&...]
 //   rediss://...                    (the same over TLS)
+//   redis-cluster://[[user]:password@]host:port[,host:port...][?param=value&...]
+//   rediss-cluster://...            (Redis Cluster over TLS; any node is a seed, no database)
+//   redis-sentinel://[[user]:password@]host:port[,host:port...]/primary_name[/db][?param=...]
+//   rediss-sentinel://...           (Sentinel-managed primary over TLS)
+//
+// For redis-sentinel the hosts are the Sentinels, `primary_name` the name they monitor, and the
+// user and password those of the data servers; the Sentinels' own credentials are parameters.
 //
 // `host` is a name (letters, digits, '.', '-' and '_'), an IPv4 address or a bracketed IPv6
 // address (`redis://[::1]:6380`). The port defaults to 6379 and the database to 0. Reserved
@@ -27,6 +34,14 @@
 //   tls_cert_file=PATH       rediss only: client certificate chain (PEM), for tls-auth-clients
 //   tls_key_file=PATH        rediss only: client private key (PEM); required with tls_cert_file
 //   tls_server_name=NAME     rediss only: name to send as SNI and to verify, default `host`
+//   min_replicas=N           after each decision, WAIT until N replicas acknowledged its write
+//                            (0..16, default 0: no wait); on timeout the failure policy answers
+//   min_replicas_timeout_ms=N  the WAIT's timeout in ms (default 10)
+//   sentinel_password=P      sentinel only: the Sentinels' password (percent-encoded); redacted
+//   sentinel_password_file=PATH  sentinel only: the Sentinels' password from a file
+//   sentinel_username=U      sentinel only: the Sentinels' ACL user
+//   sentinel_tls=true|false  rediss-sentinel only: whether the Sentinels speak TLS too (default
+//                            true)
 //
 // Errors are InvalidArgument and never contain the password; log a StoreUrl through Redacted().
 //
@@ -44,25 +59,51 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace sluice {
 
 struct StoreUrl {
-  enum class Kind : uint8_t { kMemory, kRedis };
+  // kRedis: one server; kRedisCluster: a Redis Cluster; kRedisSentinel: a primary found through
+  // Sentinels.
+  enum class Kind : uint8_t { kMemory, kRedis, kRedisCluster, kRedisSentinel };
 
   static constexpr int kDefaultRedisPort = 6379;
+  static constexpr int kDefaultSentinelPort = 26379;
   static constexpr int kMaxConnections = 64;
+  static constexpr int kMaxHosts = 64;
+  static constexpr int kMaxMinReplicas = 16;
+
+  // One host of the URL.
+  struct Node {
+    std::string host;
+    int port = kDefaultRedisPort;
+    friend bool operator==(const Node&, const Node&) = default;
+  };
 
   Kind kind = Kind::kMemory;
 
-  // The fields below are meaningful for Kind::kRedis only.
+  // The fields below are meaningful for the Redis kinds only.
 
-  // Host name or IP address, without brackets for IPv6 ("::1").
+  // Host name or IP address of the first host, without brackets for IPv6 ("::1").
   std::string host = {};
-  // TCP port. Default: 6379.
+  // TCP port of the first host. Default: 6379 (26379 for a Sentinel).
   int port = kDefaultRedisPort;
+  // Every host of the URL in order, the first one included: the seeds of a Cluster, the Sentinels
+  // of a Sentinel URL, the one server of redis://.
+  std::vector<Node> nodes = {};
+  // kRedisSentinel: the name of the primary the Sentinels monitor.
+  std::string primary_name = {};
+  // min_replicas and min_replicas_timeout_ms; 0 replicas means no WAIT.
+  int min_replicas = 0;
+  std::chrono::milliseconds min_replicas_timeout{10};
+  // kRedisSentinel: the Sentinels' own credentials and whether they speak TLS.
+  std::string sentinel_username = {};
+  std::string sentinel_password = {};
+  std::string sentinel_password_file = {};
+  bool sentinel_tls = true;
   // True for rediss://.
   bool tls = false;
   // ACL user; empty means the default user (AUTH with the password alone).
@@ -96,6 +137,15 @@ struct StoreUrl {
   //
   // Returns "host:port" ("[::1]:6380" for IPv6), for error messages.
   std::string HostPort() const;
+
+  // StoreUrl::ForNode()
+  //
+  // Returns this URL as a redis:// (or rediss://) URL of one server at `host`:`port`, with the
+  // same credentials, TLS settings and parameters: how a Cluster or Sentinel client reaches each
+  // server it finds.
+  StoreUrl ForNode(std::string_view host, int port) const;
+
+  bool is_redis() const { return kind != Kind::kMemory; }
 
   friend bool operator==(const StoreUrl&, const StoreUrl&) = default;
 };

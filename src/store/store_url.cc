@@ -1,9 +1,11 @@
 #include "sluice/store_url.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -24,7 +26,9 @@ namespace urls = boost::urls;
 using internal::AbslView;
 
 constexpr std::string_view kForms =
-    R"(expected "memory", "redis://[[user]:password@]host[:port][/db]" or "rediss://...")";
+    R"(expected "memory", "redis://[[user]:password@]host[:port][/db]", )"
+    R"("redis-cluster://host:port[,host:port...]", )"
+    R"("redis-sentinel://host:port[,host:port...]/primary_name[/db]", or their rediss forms)";
 // Upper bound on timeouts given in the URL: beyond an hour a value is surely a unit mistake.
 constexpr int64_t kMaxTimeoutMs = 3'600'000;
 // What a host name may hold once decoded (DNS names, and '_' as container runtimes use it).
@@ -89,6 +93,30 @@ absl::Status ApplyParam(std::string_view key, std::string_view value, StoreUrl& 
     url.tls_key_file = std::string(value);
   } else if (key == "tls_server_name") {
     url.tls_server_name = std::string(value);
+  } else if (key == "min_replicas") {
+    absl::StatusOr<int64_t> n = ParseInt(key, value, 0, StoreUrl::kMaxMinReplicas);
+    if (!n.ok()) return n.status();
+    url.min_replicas = static_cast<int>(*n);
+  } else if (key == "min_replicas_timeout_ms") {
+    absl::StatusOr<int64_t> ms = ParseInt(key, value, 1, kMaxTimeoutMs);
+    if (!ms.ok()) return ms.status();
+    url.min_replicas_timeout = std::chrono::milliseconds(*ms);
+  } else if (url.kind == StoreUrl::Kind::kRedisSentinel && key == "sentinel_password") {
+    // A secret: never quoted, and redacted by Redacted().
+    if (value.empty()) return Invalid("sentinel_password is empty");
+    url.sentinel_password = std::string(value);
+  } else if (url.kind == StoreUrl::Kind::kRedisSentinel && key == "sentinel_password_file") {
+    if (value.empty()) return Invalid("sentinel_password_file is empty");
+    url.sentinel_password_file = std::string(value);
+  } else if (url.kind == StoreUrl::Kind::kRedisSentinel && key == "sentinel_username") {
+    url.sentinel_username = std::string(value);
+  } else if (url.kind == StoreUrl::Kind::kRedisSentinel && key == "sentinel_tls") {
+    absl::StatusOr<bool> tls = ParseBool(key, value);
+    if (!tls.ok()) return tls.status();
+    url.sentinel_tls = *tls;
+  } else if (key.starts_with("sentinel_")) {
+    return Invalid(absl::StrCat("parameter \"", AbslView(key),
+                                "\" is for redis-sentinel:// URLs only"));
   } else {
     return Invalid(absl::StrCat("unknown parameter \"", AbslView(key), "\""));
   }
@@ -131,6 +159,21 @@ absl::Status ParseDb(std::string_view path, StoreUrl& url) {
   return absl::OkStatus();
 }
 
+// redis-sentinel: "/primary_name[/db]".
+absl::Status ParseSentinelPath(std::string_view path, StoreUrl& url) {
+  if (path.size() <= 1) return Invalid("a redis-sentinel URL needs /primary_name after the hosts");
+  path.remove_prefix(1);
+  const size_t slash = path.find('/');
+  url.primary_name = std::string(path.substr(0, slash));
+  if (url.primary_name.empty()) return Invalid("empty primary_name");
+  if (!std::all_of(url.primary_name.begin(), url.primary_name.end(),
+                   [](char c) { return kHostNameChars(c); })) {
+    return Invalid("primary_name may hold only letters, digits, '.', '-' and '_'");
+  }
+  if (slash == std::string_view::npos) return absl::OkStatus();
+  return ParseDb(path.substr(slash), url);
+}
+
 absl::Status CheckConsistency(const StoreUrl& url) {
   if (!url.password.empty() && !url.password_file.empty()) {
     return Invalid("give the password either in the URL or in password_file, not both");
@@ -142,9 +185,43 @@ absl::Status CheckConsistency(const StoreUrl& url) {
                              !url.tls_cert_file.empty() || !url.tls_key_file.empty() ||
                              !url.tls_server_name.empty();
   if (!url.tls && any_tls_param) return Invalid("tls_* parameters need rediss://");
+  if (!url.tls && !url.sentinel_tls) return Invalid("sentinel_tls needs rediss-sentinel://");
+  if (!url.sentinel_password.empty() && !url.sentinel_password_file.empty()) {
+    return Invalid("give sentinel_password or sentinel_password_file, not both");
+  }
+  if (!url.sentinel_username.empty() && url.sentinel_password.empty() &&
+      url.sentinel_password_file.empty()) {
+    return Invalid("sentinel_username needs sentinel_password or sentinel_password_file");
+  }
   if (url.tls_cert_file.empty() != url.tls_key_file.empty()) {
     return Invalid("tls_cert_file and tls_key_file go together");
   }
+  return absl::OkStatus();
+}
+
+// The scheme of `text` (before "://"), lower-cased; empty when there is none.
+std::string SchemeOf(std::string_view text) {
+  const size_t sep = text.find("://");
+  if (sep == std::string_view::npos) return {};
+  std::string scheme(text.substr(0, sep));
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return scheme;
+}
+
+// Parses one extra "host[:port]" of a multi-host URL into `node`.
+absl::Status ParseExtraHost(std::string_view text, int default_port, StoreUrl::Node& node) {
+  if (text.empty()) return Invalid("empty host in the host list");
+  const std::string single = absl::StrCat("redis://", AbslView(text));
+  urls::result<urls::url_view> parsed = urls::parse_uri(single);
+  if (!parsed.has_value() || parsed->has_userinfo() || !parsed->encoded_path().empty() ||
+      parsed->has_query()) {
+    return Invalid(absl::StrCat("bad host \"", AbslView(text), "\" in the host list"));
+  }
+  StoreUrl one;
+  one.port = default_port;
+  if (absl::Status s = ParseHost(*parsed, one); !s.ok()) return s;
+  node = {.host = one.host, .port = one.port};
   return absl::OkStatus();
 }
 
@@ -153,15 +230,50 @@ absl::Status CheckConsistency(const StoreUrl& url) {
 absl::StatusOr<StoreUrl> ParseStoreUrl(std::string_view text) {
   if (absl::EqualsIgnoreCase(AbslView(text), "memory")) return StoreUrl{};
   StoreUrl url;
-  url.kind = StoreUrl::Kind::kRedis;
-  const size_t sep = text.find("://");
-  const std::string_view scheme = sep == std::string_view::npos ? "" : text.substr(0, sep);
-  if (absl::EqualsIgnoreCase(AbslView(scheme), "rediss")) {
-    url.tls = true;
-  } else if (!absl::EqualsIgnoreCase(AbslView(scheme), "redis")) {
+  const std::string scheme = SchemeOf(text);
+  if (scheme == "redis" || scheme == "rediss") {
+    url.kind = StoreUrl::Kind::kRedis;
+  } else if (scheme == "redis-cluster" || scheme == "rediss-cluster") {
+    url.kind = StoreUrl::Kind::kRedisCluster;
+  } else if (scheme == "redis-sentinel" || scheme == "rediss-sentinel") {
+    url.kind = StoreUrl::Kind::kRedisSentinel;
+    url.port = StoreUrl::kDefaultSentinelPort;
+  } else {
     return Invalid(kForms);
   }
-  urls::result<urls::url_view> parsed = urls::parse_uri(text);
+  url.tls = scheme.starts_with("rediss");
+  // A Cluster or Sentinel URL lists several hosts, which no URL grammar allows: the first host
+  // stays in the URL that Boost.URL parses, the others are cut out and parsed one by one. The
+  // authority ends at the first '/', '?' or '#'; the host list starts after its last '@'.
+  const size_t authority_begin = scheme.size() + 3;
+  size_t authority_end = text.find_first_of("/?#", authority_begin);
+  if (authority_end == std::string_view::npos) authority_end = text.size();
+  const std::string_view authority =
+      text.substr(authority_begin, authority_end - authority_begin);
+  const size_t at = authority.rfind('@');
+  const size_t hosts_begin = at == std::string_view::npos ? 0 : at + 1;
+  std::vector<std::string_view> extra_hosts;
+  size_t first_host_end = authority.size();
+  if (const size_t comma = authority.find(',', hosts_begin); comma != std::string_view::npos) {
+    if (url.kind == StoreUrl::Kind::kRedis) {
+      return Invalid("redis:// takes one host; use redis-cluster:// or redis-sentinel://");
+    }
+    first_host_end = comma;
+    std::string_view rest = authority.substr(comma + 1);
+    while (true) {
+      const size_t next = rest.find(',');
+      extra_hosts.push_back(rest.substr(0, next));
+      if (next == std::string_view::npos) break;
+      rest.remove_prefix(next + 1);
+    }
+    if (extra_hosts.size() + 1 > static_cast<size_t>(StoreUrl::kMaxHosts)) {
+      return Invalid(absl::StrCat("at most ", StoreUrl::kMaxHosts, " hosts"));
+    }
+  }
+  const std::string single =
+      absl::StrCat(url.tls ? "rediss://" : "redis://",
+                   AbslView(authority.substr(0, first_host_end)), AbslView(text.substr(authority_end)));
+  urls::result<urls::url_view> parsed = urls::parse_uri(single);
   if (!parsed.has_value()) {
     // Boost's message never quotes the input, so it cannot leak the password.
     return Invalid(absl::StrCat(parsed.error().message(), " (", AbslView(kEncodeHint), ")"));
@@ -189,12 +301,50 @@ absl::StatusOr<StoreUrl> ParseStoreUrl(std::string_view text) {
     if (url.username.empty() && url.password.empty()) return Invalid("empty user information");
   }
   if (absl::Status s = ParseHost(view, url); !s.ok()) return s;
-  if (absl::Status s = ParseDb(view.encoded_path().decode(), url); !s.ok()) return s;
+  url.nodes.push_back({.host = url.host, .port = url.port});
+  for (std::string_view host : extra_hosts) {
+    StoreUrl::Node node;
+    if (absl::Status s = ParseExtraHost(host, url.kind == StoreUrl::Kind::kRedisSentinel
+                                                  ? StoreUrl::kDefaultSentinelPort
+                                                  : StoreUrl::kDefaultRedisPort,
+                                        node);
+        !s.ok()) {
+      return s;
+    }
+    url.nodes.push_back(std::move(node));
+  }
+  const std::string path = view.encoded_path().decode();
+  switch (url.kind) {
+    case StoreUrl::Kind::kRedisSentinel:
+      if (absl::Status s = ParseSentinelPath(path, url); !s.ok()) return s;
+      break;
+    case StoreUrl::Kind::kRedisCluster:
+      // A Cluster has only database 0.
+      if (!path.empty() && path != "/") return Invalid("a redis-cluster URL takes no database");
+      break;
+    default:
+      if (absl::Status s = ParseDb(path, url); !s.ok()) return s;
+      break;
+  }
   for (const urls::param& param : view.params()) {
     if (absl::Status s = ApplyParam(param.key, param.value, url); !s.ok()) return s;
   }
   if (absl::Status s = CheckConsistency(url); !s.ok()) return s;
   return url;
+}
+
+StoreUrl StoreUrl::ForNode(std::string_view node_host, int node_port) const {
+  StoreUrl one = *this;
+  one.kind = Kind::kRedis;
+  one.host = std::string(node_host);
+  one.port = node_port;
+  one.nodes = {Node{.host = one.host, .port = node_port}};
+  one.primary_name.clear();
+  one.sentinel_username.clear();
+  one.sentinel_password.clear();
+  one.sentinel_password_file.clear();
+  one.sentinel_tls = true;
+  return one;
 }
 
 std::string StoreUrl::HostPort() const {
@@ -204,12 +354,25 @@ std::string StoreUrl::HostPort() const {
 
 std::string StoreUrl::Redacted() const {
   if (kind == Kind::kMemory) return "memory";
-  std::string out = tls ? "rediss://" : "redis://";
+  std::string out = tls ? "rediss" : "redis";
+  if (kind == Kind::kRedisCluster) out += "-cluster";
+  if (kind == Kind::kRedisSentinel) out += "-sentinel";
+  out += "://";
   if (!username.empty() || !password.empty()) {
     absl::StrAppend(&out, urls::encode(username, urls::unreserved_chars),
                     password.empty() ? "" : ":***", "@");
   }
-  absl::StrAppend(&out, HostPort());
+  if (nodes.empty()) {
+    absl::StrAppend(&out, HostPort());
+  } else {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      StoreUrl one;
+      one.host = nodes[i].host;
+      one.port = nodes[i].port;
+      absl::StrAppend(&out, i == 0 ? "" : ",", one.HostPort());
+    }
+  }
+  if (kind == Kind::kRedisSentinel) absl::StrAppend(&out, "/", primary_name);
   if (db != 0) absl::StrAppend(&out, "/", db);
   char sep = '?';
   auto param = [&](std::string_view key, std::string_view value) {
@@ -226,6 +389,18 @@ std::string StoreUrl::Redacted() const {
   if (!tls_cert_file.empty()) param("tls_cert_file", tls_cert_file);
   if (!tls_key_file.empty()) param("tls_key_file", tls_key_file);
   if (!tls_server_name.empty()) param("tls_server_name", tls_server_name);
+  if (min_replicas != 0) param("min_replicas", absl::StrCat(min_replicas));
+  if (min_replicas_timeout != StoreUrl{}.min_replicas_timeout) {
+    param("min_replicas_timeout_ms", absl::StrCat(min_replicas_timeout.count()));
+  }
+  if (!sentinel_username.empty()) param("sentinel_username", sentinel_username);
+  if (!sentinel_password.empty()) {
+    // Written as is: "***" marks a redacted secret, as in the user information.
+    absl::StrAppend(&out, absl::string_view(&sep, 1), "sentinel_password=***");
+    sep = '&';
+  }
+  if (!sentinel_password_file.empty()) param("sentinel_password_file", sentinel_password_file);
+  if (!sentinel_tls) param("sentinel_tls", "false");
   return out;
 }
 

@@ -286,5 +286,129 @@ TEST(StoreUrl, RedactedFormIsCanonical) {
             "redis://u@h:6379?password_file=/f&timeout_ms=9");
 }
 
+TEST(StoreUrl, ParsesClusterUrlsWithEverySeed) {
+  absl::StatusOr<StoreUrl> url =
+      ParseStoreUrl("redis-cluster://u:p%40ss@10.0.0.1:7000,node-b:7001,[::1]:7002?timeout_ms=15");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_EQ(url->kind, StoreUrl::Kind::kRedisCluster);
+  EXPECT_FALSE(url->tls);
+  EXPECT_EQ(url->username, "u");
+  EXPECT_EQ(url->password, "p@ss");
+  ASSERT_EQ(url->nodes.size(), 3u);
+  EXPECT_EQ(url->nodes[0], (StoreUrl::Node{.host = "10.0.0.1", .port = 7000}));
+  EXPECT_EQ(url->nodes[1], (StoreUrl::Node{.host = "node-b", .port = 7001}));
+  EXPECT_EQ(url->nodes[2], (StoreUrl::Node{.host = "::1", .port = 7002}));
+  EXPECT_EQ(url->host, "10.0.0.1");
+  EXPECT_EQ(url->port, 7000);
+  EXPECT_EQ(url->command_timeout, std::chrono::milliseconds(15));
+  EXPECT_EQ(url->Redacted(),
+            "redis-cluster://u:***@10.0.0.1:7000,node-b:7001,[::1]:7002?timeout_ms=15");
+
+  absl::StatusOr<StoreUrl> tls = ParseStoreUrl("rediss-cluster://h:7000?tls_verify=false");
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  EXPECT_EQ(tls->kind, StoreUrl::Kind::kRedisCluster);
+  EXPECT_TRUE(tls->tls);
+  EXPECT_EQ(tls->Redacted(), "rediss-cluster://h:7000?tls_verify=false");
+}
+
+TEST(StoreUrl, ParsesSentinelUrls) {
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl(
+      "redis-sentinel://:data%2Fpw@s1:26379,s2,s3:26381/mymaster/2?sentinel_password=s%40nt"
+      "&sentinel_username=watcher&min_replicas=1&min_replicas_timeout_ms=20");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_EQ(url->kind, StoreUrl::Kind::kRedisSentinel);
+  EXPECT_EQ(url->password, "data/pw");
+  EXPECT_EQ(url->primary_name, "mymaster");
+  EXPECT_EQ(url->db, 2);
+  ASSERT_EQ(url->nodes.size(), 3u);
+  EXPECT_EQ(url->nodes[1], (StoreUrl::Node{.host = "s2", .port = 26379}));
+  EXPECT_EQ(url->sentinel_password, "s@nt");
+  EXPECT_EQ(url->sentinel_username, "watcher");
+  EXPECT_EQ(url->min_replicas, 1);
+  EXPECT_EQ(url->min_replicas_timeout, std::chrono::milliseconds(20));
+  // Neither password is ever printed.
+  const std::string redacted = url->Redacted();
+  EXPECT_THAT(redacted, Not(HasSubstr("data")));
+  EXPECT_THAT(redacted, Not(HasSubstr("s@nt")));
+  EXPECT_THAT(redacted, Not(HasSubstr("s%40nt")));
+  EXPECT_EQ(redacted,
+            "redis-sentinel://:***@s1:26379,s2:26379,s3:26381/mymaster/2?min_replicas=1"
+            "&min_replicas_timeout_ms=20&sentinel_username=watcher&sentinel_password=***");
+
+  absl::StatusOr<StoreUrl> one = ParseStoreUrl("rediss-sentinel://s1/primary-1?sentinel_tls=false");
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_TRUE(one->tls);
+  EXPECT_FALSE(one->sentinel_tls);
+  EXPECT_EQ(one->port, StoreUrl::kDefaultSentinelPort);
+  EXPECT_EQ(one->db, 0);
+}
+
+TEST(StoreUrl, ForNodeKeepsCredentialsAndDropsTopology) {
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl(
+      "rediss-sentinel://u:pw@s1:26379/main/3?sentinel_password=x&tls_ca_file=/ca.pem");
+  ASSERT_TRUE(url.ok()) << url.status();
+  const StoreUrl node = url->ForNode("10.1.1.1", 6390);
+  EXPECT_EQ(node.kind, StoreUrl::Kind::kRedis);
+  EXPECT_EQ(node.host, "10.1.1.1");
+  EXPECT_EQ(node.port, 6390);
+  EXPECT_EQ(node.username, "u");
+  EXPECT_EQ(node.password, "pw");
+  EXPECT_EQ(node.db, 3);
+  EXPECT_TRUE(node.tls);
+  EXPECT_EQ(node.tls_ca_file, "/ca.pem");
+  EXPECT_TRUE(node.sentinel_password.empty());
+  EXPECT_EQ(node.Redacted(), "rediss://u:***@10.1.1.1:6390/3?tls_ca_file=/ca.pem");
+}
+
+TEST(StoreUrl, RejectsBadTopologyUrls) {
+  struct Case {
+    std::string input;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"redis://h1:1,h2:2", "redis:// takes one host"},
+      {"redis-cluster://h1:1,,h2:2", "empty host"},
+      {"redis-cluster://h1:1,h2:x", "bad host"},
+      {"redis-cluster://h1:1/3", "takes no database"},
+      {"redis-sentinel://s1:26379", "needs /primary_name"},
+      {"redis-sentinel://s1:26379/", "needs /primary_name"},
+      {"redis-sentinel://s1/na%20me", "primary_name may hold only"},
+      {"redis-sentinel://s1/m/x", "database"},
+      {"redis://h?sentinel_password=x", "for redis-sentinel:// URLs only"},
+      {"redis-cluster://h:1?sentinel_tls=false", "for redis-sentinel:// URLs only"},
+      {"redis-sentinel://s/m?sentinel_tls=false", "sentinel_tls needs rediss-sentinel://"},
+      {"redis-sentinel://s/m?sentinel_username=w", "sentinel_username needs"},
+      {"redis-sentinel://s/m?sentinel_password=a&sentinel_password_file=/f", "not both"},
+      {"redis://h?min_replicas=17", "min_replicas must be"},
+      {"redis-clusterx://h", "expected"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<StoreUrl> url = ParseStoreUrl(c.input);
+    ASSERT_FALSE(url.ok()) << c.input << " parsed";
+    EXPECT_TRUE(absl::IsInvalidArgument(url.status())) << c.input;
+    EXPECT_THAT(url.status().message(), HasSubstr(c.message)) << c.input;
+  }
+  // A sentinel password is never quoted in an error.
+  absl::StatusOr<StoreUrl> bad =
+      ParseStoreUrl("redis-sentinel://s/m?sentinel_password=hunter2&timeout_ms=x");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), Not(HasSubstr("hunter2")));
+}
+
+TEST(StoreUrl, TopologyUrlsRoundTripThroughTheirCanonicalForm) {
+  for (const std::string input :
+       {"redis-cluster://a:1,b:2,c:3", "rediss-cluster://u:p@[::1]:7000,h:7001?connections=2",
+        "redis-sentinel://s1:1,s2:2/name/1?sentinel_password_file=/s&min_replicas=2",
+        "redis://h?min_replicas_timeout_ms=5"}) {
+    absl::StatusOr<StoreUrl> url = ParseStoreUrl(input);
+    ASSERT_TRUE(url.ok()) << input << ": " << url.status();
+    absl::StatusOr<StoreUrl> again = ParseStoreUrl(url->Redacted());
+    ASSERT_TRUE(again.ok()) << url->Redacted() << ": " << again.status();
+    StoreUrl expected = *url;
+    if (!expected.password.empty()) expected.password = "***";
+    EXPECT_EQ(*again, expected) << input;
+  }
+}
+
 }  // namespace
 }  // namespace sluice

@@ -29,7 +29,7 @@
 #include "sluice/limit.h"
 #include "sluice/store.h"
 
-#include "src/store/redis/redis_reply.h"
+#include "src/store/redis/client/redis_reply.h"
 
 namespace sluice {
 

@@ -33,6 +33,8 @@
 
 #include "sluice/limit.h"
 
+#include "src/store/redis/client/cluster_slot.h"
+
 namespace sluice {
 
 // The longest Redis key the scheme produces, in bytes.
@@ -87,12 +89,6 @@ std::string EscapeKeyBytes(std::string_view bytes);
 // key (("a:b") and ("a", "b") differ). The result is an ordinary caller key: the store escapes it
 // like any other. REQUIRES: !components.empty().
 std::string JoinKeyComponents(std::span<const std::string_view> components);
-
-// ClusterHashSlot()
-//
-// Returns the Redis Cluster slot of `redis_key` (CRC16 of the hash tag, or of the whole key when it
-// has no non-empty tag, modulo 16384), as Redis's keyHashSlot() computes it.
-uint16_t ClusterHashSlot(std::string_view redis_key);
 
 // Sha256Hex()
 //

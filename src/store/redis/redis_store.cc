@@ -17,8 +17,9 @@
 #include "sluice/store_url.h"
 
 #include "src/store/redis/lua_scripts.h"
-#include "src/store/redis/redis_client.h"
-#include "src/store/redis/redis_error.h"
+#include "src/store/redis/client/redis_client.h"
+#include "src/store/redis/client/redis_error.h"
+#include "src/store/redis/client/redis_router_factory.h"
 #include "src/store/redis/redis_keys.h"
 #include "src/store/redis/script_runner.h"
 
@@ -49,19 +50,22 @@ absl::Status ScriptErrorToStatus(const RedisReply& reply) {
 class RedisStoreImpl final : public RedisStore {
  public:
   RedisStoreImpl(const RedisStoreOptions& options, RedisKeyScheme keys,
-                 std::shared_ptr<RedisClient> client)
+                 std::shared_ptr<RedisRouter> router)
       : options_(options),
         keys_(std::move(keys)),
-        client_(std::move(client)),
-        runner_(client_, {.timeout = options.command_timeout, .clock = options.clock}),
+        router_(std::move(router)),
+        runner_(router_, {.timeout = options.command_timeout,
+                          .clock = options.clock,
+                          .min_replicas = options.min_replicas,
+                          .min_replicas_timeout = options.min_replicas_timeout}),
         warnings_(std::make_shared<WarningList>()) {}
   RedisStoreImpl(const RedisStoreImpl&) = delete;
   RedisStoreImpl& operator=(const RedisStoreImpl&) = delete;
 
   ~RedisStoreImpl() override {
-    // The client fails its pending commands with Unavailable; the runner's callbacks hold it only
+    // The router fails its pending commands with Unavailable; the runner's callbacks hold it only
     // weakly, so nothing is resent after this point.
-    client_.reset();
+    router_.reset();
   }
 
   void Start() {
@@ -182,7 +186,7 @@ class RedisStoreImpl final : public RedisStore {
   }
 
   absl::Status WaitForConnection(std::chrono::milliseconds timeout) override {
-    return client_->WaitForConnection(timeout);
+    return router_->WaitForConnection(timeout);
   }
 
   std::vector<std::string> Warnings() const override {
@@ -205,9 +209,15 @@ class RedisStoreImpl final : public RedisStore {
   void CheckEvictionPolicy() {
     // The connect may take a while; give the answer up to the connect timeout plus a command.
     const auto timeout = options_.connect_timeout + options_.command_timeout;
-    client_->Send(
+    for (const std::shared_ptr<RedisClient>& client : router_->Primaries()) {
+      CheckEvictionPolicyOn(*client, timeout);
+    }
+  }
+
+  void CheckEvictionPolicyOn(RedisClient& client, std::chrono::milliseconds timeout) {
+    client.Send(
         RedisCommand::Format({"CONFIG", "GET", "maxmemory-policy"}), timeout,
-        [warnings = warnings_, endpoint = client_->Endpoint()](absl::StatusOr<RedisReply> reply) {
+        [warnings = warnings_, endpoint = client.Endpoint()](absl::StatusOr<RedisReply> reply) {
           // CONFIG may be refused (ACL, rename-command) or Redis may be down: nothing to say.
           if (!reply.ok() || !reply->is_array() || reply->elements().size() != 2) return;
           const std::string& policy = reply->elements()[1].str();
@@ -224,7 +234,7 @@ class RedisStoreImpl final : public RedisStore {
 
   const RedisStoreOptions options_;
   const RedisKeyScheme keys_;
-  std::shared_ptr<RedisClient> client_;
+  std::shared_ptr<RedisRouter> router_;
   ScriptRunner runner_;
   // Shared with the eviction-policy callback, which may complete after the store is gone.
   std::shared_ptr<WarningList> warnings_;
@@ -234,7 +244,7 @@ class RedisStoreImpl final : public RedisStore {
 
 absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(const RedisStoreOptions& options) {
   SLUICE_ASSIGN_OR_RETURN(StoreUrl url, ParseStoreUrl(options.url));
-  if (url.kind != StoreUrl::Kind::kRedis) {
+  if (!url.is_redis()) {
     return absl::InvalidArgumentError(
         absl::StrCat("redis store: url must be redis:// or rediss://, got ", url.Redacted()));
   }
@@ -248,13 +258,22 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(const RedisStoreO
                                     .connect_timeout = options.connect_timeout,
                                     .connections = options.connections,
                                     .io_threads = 1};
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RedisClient> client, RedisClient::Create(client_options));
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<RedisRouter> router, CreateRedisRouter(client_options));
   // The URL's timeout_ms overrides the option in the client; the runner's deadline follows it.
   RedisStoreOptions effective = options;
   if (url.command_timeout.has_value()) effective.command_timeout = *url.command_timeout;
   if (url.connect_timeout.has_value()) effective.connect_timeout = *url.connect_timeout;
-  auto store = std::make_unique<RedisStoreImpl>(effective, std::move(keys),
-                                                std::shared_ptr<RedisClient>(std::move(client)));
+  if (url.min_replicas > 0) effective.min_replicas = url.min_replicas;
+  if (url.min_replicas_timeout != StoreUrl{}.min_replicas_timeout) {
+    effective.min_replicas_timeout = url.min_replicas_timeout;
+  }
+  if (effective.min_replicas > 0 && effective.min_replicas_timeout >= effective.command_timeout) {
+    // WAIT must answer before the call's deadline, or every durable call would time out.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "redis store: min_replicas_timeout_ms (", effective.min_replicas_timeout.count(),
+        ") must be below the command timeout (", effective.command_timeout.count(), "ms)"));
+  }
+  auto store = std::make_unique<RedisStoreImpl>(effective, std::move(keys), std::move(router));
   store->Start();
   return store;
 }

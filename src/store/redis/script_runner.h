@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,8 +34,9 @@
 #include "sluice/clock.h"
 
 #include "src/store/redis/lua_scripts.h"
-#include "src/store/redis/redis_client.h"
-#include "src/store/redis/redis_reply.h"
+#include "src/store/redis/client/redis_client.h"
+#include "src/store/redis/client/redis_reply.h"
+#include "src/store/redis/client/redis_router.h"
 
 namespace sluice {
 
@@ -43,6 +45,11 @@ struct ScriptRunnerOptions {
   std::chrono::milliseconds timeout{50};
   // Time source for the deadline. Not owned. Default (nullptr): Clock::Real().
   Clock* clock = nullptr;
+  // Durability: when positive, every call is followed in the same pipeline by `WAIT
+  // min_replicas min_replicas_timeout`, and a call whose write fewer replicas acknowledged fails
+  // with Unavailable (its decision was recorded on the primary only). Default: 0 (no WAIT).
+  int min_replicas = 0;
+  std::chrono::milliseconds min_replicas_timeout{10};
 };
 
 // Counters of a runner (values may be slightly outdated).
@@ -54,9 +61,10 @@ struct ScriptRunnerStats {
 
 class ScriptRunner {
  public:
-  // `client` is held weakly: when its owner destroys it, calls in flight complete with its
-  // Unavailable error and a pending resend fails with Unavailable.
-  ScriptRunner(std::weak_ptr<RedisClient> client, const ScriptRunnerOptions& options);
+  // `router` is held weakly: when its owner destroys it, calls in flight complete with its
+  // Unavailable error and a pending resend fails with Unavailable. Each call goes to the server
+  // that owns its first key (on a Cluster, every key of a call shares one slot).
+  ScriptRunner(std::weak_ptr<RedisRouter> router, const ScriptRunnerOptions& options);
   ScriptRunner(const ScriptRunner&) = delete;
   ScriptRunner& operator=(const ScriptRunner&) = delete;
   ~ScriptRunner() = default;
@@ -68,19 +76,42 @@ class ScriptRunner {
   // Unavailable / DeadlineExceeded. REQUIRES: `script` outlives the call (the scripts of
   // lua_scripts.h are static).
   void Run(const LuaScript& script, const std::vector<std::string>& keys,
-           const std::vector<std::string>& args, RedisClient::ReplyCallback done);
+           const std::vector<std::string>& args, RedisRouter::ReplyCallback done);
 
   // ScriptRunner::Preload()
   //
-  // Sends SCRIPT LOAD for `script` and calls `done` with OK when Redis has it under the expected
-  // SHA1, Internal when Redis names it differently, or the error. Optional: Run() loads on demand.
-  void Preload(const LuaScript& script, absl::AnyInvocable<void(absl::Status) &&> done);
+  // Sends SCRIPT LOAD for `script` to every primary the router knows now and calls `done` once
+  // per primary with OK when that server has it under the expected SHA1, Internal when it names it
+  // differently, or the error. Optional: Run() loads on demand, on whichever server lacks it.
+  void Preload(const LuaScript& script, const std::function<void(absl::Status)>& done);
+
+  // ScriptRunner::PreloadOn()
+  //
+  // As Preload(), on one server: for a router that finds a new primary.
+  void PreloadOn(RedisClient& client, const LuaScript& script,
+                 std::function<void(absl::Status)> done) const;
 
   ScriptRunnerStats Stats() const;
 
  private:
-  std::weak_ptr<RedisClient> client_;
+  struct Durability {
+    int min_replicas = 0;
+    std::chrono::milliseconds timeout{0};
+  };
+
+  // The command of one call: the script alone, or the script and its WAIT in one pipeline.
+  RedisCommand MakeCall(const std::vector<std::string>& argv) const;
+  static RedisCommand MakeCall(const std::vector<std::string>& argv, const Durability& durability);
+  // The script's own reply within `reply`, or nullptr when a durable call's reply is malformed.
+  static const RedisReply* ScriptReplyOf(const RedisReply& reply, const Durability& durability);
+  // The caller's outcome of a call: the script's reply, or Unavailable when too few replicas
+  // acknowledged it.
+  static absl::StatusOr<RedisReply> FinishCall(absl::StatusOr<RedisReply> reply,
+                                               const Durability& durability);
+
+  std::weak_ptr<RedisRouter> router_;
   std::chrono::milliseconds timeout_;
+  Durability durability_;
   Clock& clock_;
   std::atomic<uint64_t> runs_{0};
   // Shared with callbacks, which may outlive the runner by the time it takes the client to fail

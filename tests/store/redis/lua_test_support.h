@@ -22,7 +22,7 @@
 #include "sluice/store.h"
 
 #include "src/store/redis/lua_scripts.h"
-#include "src/store/redis/redis_reply.h"
+#include "src/store/redis/client/redis_reply.h"
 
 namespace sluice::testing {
 

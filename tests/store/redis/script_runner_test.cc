@@ -14,8 +14,8 @@
 #include "sluice/store_url.h"
 
 #include "src/store/redis/lua_scripts.h"
-#include "src/store/redis/redis_client.h"
-#include "src/store/redis/redis_error.h"
+#include "src/store/redis/client/redis_client.h"
+#include "src/store/redis/client/redis_error.h"
 #include "tests/testing/redis_server.h"
 
 namespace sluice {

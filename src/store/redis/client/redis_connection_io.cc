@@ -9,8 +9,8 @@
 
 #include "sluice/clock.h"
 
-#include "src/store/redis/redis_connection.h"
-#include "src/store/redis/redis_error.h"
+#include "src/store/redis/client/redis_connection.h"
+#include "src/store/redis/client/redis_error.h"
 #include "src/util/strings.h"
 
 namespace sluice::internal {

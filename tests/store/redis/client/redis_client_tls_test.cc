@@ -10,8 +10,8 @@
 #include "gtest/gtest.h"
 #include <unistd.h>
 
-#include "src/store/redis/redis_client.h"
-#include "tests/store/redis/redis_client_test_util.h"
+#include "src/store/redis/client/redis_client.h"
+#include "tests/store/redis/client/redis_client_test_util.h"
 #include "tests/testing/redis_server.h"
 
 namespace sluice {

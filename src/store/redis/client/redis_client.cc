@@ -1,6 +1,8 @@
-#include "src/store/redis/redis_client.h"
+#include "src/store/redis/client/redis_client.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <condition_variable>
 #include <future>
 #include <thread>
@@ -17,8 +19,8 @@
 #include <openssl/ssl.h>
 #include <pthread.h>
 
-#include "src/store/redis/redis_connection.h"
-#include "src/store/redis/redis_error.h"
+#include "src/store/redis/client/redis_connection.h"
+#include "src/store/redis/client/redis_error.h"
 #include "src/util/mutex.h"
 #include "src/util/strings.h"
 
@@ -56,7 +58,32 @@ RedisCommand RedisCommand::Format(const std::vector<std::string>& argv) {
   return Format(std::span<const std::string_view>(views.data(), views.size()));
 }
 
-std::string_view RedisCommand::name() const { return CommandName(resp()); }
+std::string_view RedisCommand::name() const { return CommandName(resp().substr(last_offset_)); }
+
+RedisCommand RedisCommand::Pipeline(std::vector<RedisCommand> commands) {
+  RedisCommand out;
+  size_t total = 0;
+  for (const RedisCommand& c : commands) {
+    if (c.empty() || c.pipeline_) return out;  // Refused by Send() as an empty command.
+    total += c.size_;
+  }
+  if (commands.empty()) return out;
+  // hiredis allocates formatted commands with malloc and frees them with redisFreeCommand(),
+  // which is free(): the concatenation is allocated the same way.
+  char* data = static_cast<char*>(std::malloc(total));
+  if (data == nullptr) return out;
+  size_t at = 0;
+  for (const RedisCommand& c : commands) {
+    out.last_offset_ = at;
+    std::memcpy(data + at, c.data_.get(), c.size_);
+    at += c.size_;
+  }
+  out.data_.reset(data);
+  out.size_ = total;
+  out.reply_count_ = commands.size();
+  out.pipeline_ = true;
+  return out;
+}
 
 // ---------------------------------------------------------------------------------------------
 // RedisClient::Impl: the connections, their io_contexts and threads, and the connection state
@@ -340,6 +367,14 @@ absl::Status RedisClient::WaitForConnection(std::chrono::milliseconds timeout) {
 }
 
 RedisClientStats RedisClient::Stats() const { return impl_->Stats(); }
+
+std::vector<std::shared_ptr<RedisClient>> RedisClient::Primaries() const {
+  std::shared_ptr<const RedisClient> self = weak_from_this().lock();
+  if (self == nullptr) return {};
+  return {std::const_pointer_cast<RedisClient>(std::move(self))};
+}
+
+std::chrono::milliseconds RedisClient::DefaultTimeout() const { return impl_->command_timeout(); }
 
 const std::string& RedisClient::Endpoint() const { return impl_->endpoint(); }
 

@@ -1,6 +1,6 @@
 // Helpers shared by the RedisClient tests.
-#ifndef SLUICE_TESTS_STORE_REDIS_REDIS_CLIENT_TEST_UTIL_H_
-#define SLUICE_TESTS_STORE_REDIS_REDIS_CLIENT_TEST_UTIL_H_
+#ifndef SLUICE_TESTS_STORE_REDIS_CLIENT_REDIS_CLIENT_TEST_UTIL_H_
+#define SLUICE_TESTS_STORE_REDIS_CLIENT_REDIS_CLIENT_TEST_UTIL_H_
 
 #include <chrono>
 #include <future>
@@ -13,7 +13,7 @@
 
 #include "sluice/store_url.h"
 
-#include "src/store/redis/redis_client.h"
+#include "src/store/redis/client/redis_client.h"
 #include "tests/testing/redis_server.h"
 
 namespace sluice::testing {
@@ -61,4 +61,4 @@ inline std::unique_ptr<RedisClient> Connect(const RedisClientOptions& options) {
 
 }  // namespace sluice::testing
 
-#endif  // SLUICE_TESTS_STORE_REDIS_REDIS_CLIENT_TEST_UTIL_H_
+#endif  // SLUICE_TESTS_STORE_REDIS_CLIENT_REDIS_CLIENT_TEST_UTIL_H_

@@ -8,9 +8,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "src/store/redis/redis_client.h"
-#include "src/store/redis/redis_error.h"
-#include "tests/store/redis/redis_client_test_util.h"
+#include "src/store/redis/client/redis_client.h"
+#include "src/store/redis/client/redis_error.h"
+#include "tests/store/redis/client/redis_client_test_util.h"
 #include "tests/testing/redis_server.h"
 
 namespace sluice {

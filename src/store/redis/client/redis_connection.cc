@@ -1,6 +1,6 @@
 // RedisConnection: connecting, handshake, loss and reconnection. Command I/O is in
 // redis_connection_io.cc.
-#include "src/store/redis/redis_connection.h"
+#include "src/store/redis/client/redis_connection.h"
 
 #include <algorithm>
 #include <fstream>
@@ -16,7 +16,7 @@
 
 #include "sluice/clock.h"
 
-#include "src/store/redis/redis_error.h"
+#include "src/store/redis/client/redis_error.h"
 #include "src/util/strings.h"
 
 namespace sluice::internal {

@@ -1,4 +1,4 @@
-#include "src/store/redis/redis_reply_reader.h"
+#include "src/store/redis/client/redis_reply_reader.h"
 
 #include <algorithm>
 #include <new>

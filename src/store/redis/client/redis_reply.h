@@ -10,8 +10,8 @@
 //   if (reply.is_error() && IsNoScript(reply)) { ... }
 //
 // Thread safety: a value type.
-#ifndef SLUICE_STORE_REDIS_REDIS_REPLY_H_
-#define SLUICE_STORE_REDIS_REDIS_REPLY_H_
+#ifndef SLUICE_STORE_REDIS_CLIENT_REDIS_REPLY_H_
+#define SLUICE_STORE_REDIS_CLIENT_REDIS_REPLY_H_
 
 #include <cstdint>
 #include <span>
@@ -95,4 +95,4 @@ std::string_view RedisReplyTypeName(RedisReply::Type type);
 
 }  // namespace sluice
 
-#endif  // SLUICE_STORE_REDIS_REDIS_REPLY_H_
+#endif  // SLUICE_STORE_REDIS_CLIENT_REDIS_REPLY_H_

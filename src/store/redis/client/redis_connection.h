@@ -21,8 +21,8 @@
 //
 // Thread safety: Submit(), Shutdown(), ready() and AddStats() are thread-safe; everything else runs
 // on the I/O thread.
-#ifndef SLUICE_STORE_REDIS_REDIS_CONNECTION_H_
-#define SLUICE_STORE_REDIS_REDIS_CONNECTION_H_
+#ifndef SLUICE_STORE_REDIS_CLIENT_REDIS_CONNECTION_H_
+#define SLUICE_STORE_REDIS_CLIENT_REDIS_CONNECTION_H_
 
 #include <array>
 #include <atomic>
@@ -44,9 +44,9 @@
 
 #include "sluice/store_url.h"
 
-#include "src/store/redis/redis_client.h"
-#include "src/store/redis/redis_connection_queue.h"
-#include "src/store/redis/redis_reply_reader.h"
+#include "src/store/redis/client/redis_client.h"
+#include "src/store/redis/client/redis_connection_queue.h"
+#include "src/store/redis/client/redis_reply_reader.h"
 #include "src/util/mutex.h"
 
 namespace sluice::internal {
@@ -221,4 +221,4 @@ class RedisConnection {
 
 }  // namespace sluice::internal
 
-#endif  // SLUICE_STORE_REDIS_REDIS_CONNECTION_H_
+#endif  // SLUICE_STORE_REDIS_CLIENT_REDIS_CONNECTION_H_

@@ -1,4 +1,4 @@
-#include "src/store/redis/redis_error.h"
+#include "src/store/redis/client/redis_error.h"
 
 #include <chrono>
 
@@ -6,7 +6,7 @@
 #include "gtest/gtest.h"
 #include <boost/asio/error.hpp>
 
-#include "src/store/redis/redis_client.h"
+#include "src/store/redis/client/redis_client.h"
 
 namespace sluice {
 namespace {

@@ -4,8 +4,8 @@
 // unlike std::deque it allocates nothing in steady state, as slots are reused when commands are
 // written and answered, which matters at hundreds of thousands of commands per second.
 // Thread safety: not thread-safe; owned by one connection's I/O thread.
-#ifndef SLUICE_STORE_REDIS_REDIS_CONNECTION_QUEUE_H_
-#define SLUICE_STORE_REDIS_REDIS_CONNECTION_QUEUE_H_
+#ifndef SLUICE_STORE_REDIS_CLIENT_REDIS_CONNECTION_QUEUE_H_
+#define SLUICE_STORE_REDIS_CLIENT_REDIS_CONNECTION_QUEUE_H_
 
 #include <cstddef>
 #include <utility>
@@ -62,4 +62,4 @@ class RequestRing {
 
 }  // namespace sluice::internal
 
-#endif  // SLUICE_STORE_REDIS_REDIS_CONNECTION_QUEUE_H_
+#endif  // SLUICE_STORE_REDIS_CLIENT_REDIS_CONNECTION_QUEUE_H_

@@ -14,8 +14,8 @@
 //   }
 //
 // Thread safety: not thread-safe; one reader per connection.
-#ifndef SLUICE_STORE_REDIS_REDIS_REPLY_READER_H_
-#define SLUICE_STORE_REDIS_REDIS_REPLY_READER_H_
+#ifndef SLUICE_STORE_REDIS_CLIENT_REDIS_REPLY_READER_H_
+#define SLUICE_STORE_REDIS_CLIENT_REDIS_REPLY_READER_H_
 
 #include <cstddef>
 #include <memory>
@@ -25,7 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#include "src/store/redis/redis_reply.h"
+#include "src/store/redis/client/redis_reply.h"
 
 struct redisReader;
 struct redisReadTask;
@@ -83,4 +83,4 @@ class RedisReplyReader {
 
 }  // namespace sluice
 
-#endif  // SLUICE_STORE_REDIS_REDIS_REPLY_READER_H_
+#endif  // SLUICE_STORE_REDIS_CLIENT_REDIS_REPLY_READER_H_

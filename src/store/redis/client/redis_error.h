@@ -15,8 +15,8 @@
 // credentials.
 //
 // Thread safety: stateless functions, thread-safe.
-#ifndef SLUICE_STORE_REDIS_REDIS_ERROR_H_
-#define SLUICE_STORE_REDIS_REDIS_ERROR_H_
+#ifndef SLUICE_STORE_REDIS_CLIENT_REDIS_ERROR_H_
+#define SLUICE_STORE_REDIS_CLIENT_REDIS_ERROR_H_
 
 #include <chrono>
 #include <cstdint>
@@ -25,7 +25,7 @@
 #include "absl/status/status.h"
 #include <boost/system/error_code.hpp>
 
-#include "src/store/redis/redis_reply.h"
+#include "src/store/redis/client/redis_reply.h"
 
 namespace sluice {
 
@@ -129,4 +129,4 @@ std::string_view CommandName(std::string_view resp);
 
 }  // namespace sluice
 
-#endif  // SLUICE_STORE_REDIS_REDIS_ERROR_H_
+#endif  // SLUICE_STORE_REDIS_CLIENT_REDIS_ERROR_H_

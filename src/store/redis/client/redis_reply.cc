@@ -1,4 +1,4 @@
-#include "src/store/redis/redis_reply.h"
+#include "src/store/redis/client/redis_reply.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"

@@ -11,8 +11,8 @@
 
 #include "sluice/clock.h"
 
-#include "src/store/redis/redis_client.h"
-#include "tests/store/redis/redis_client_test_util.h"
+#include "src/store/redis/client/redis_client.h"
+#include "tests/store/redis/client/redis_client_test_util.h"
 #include "tests/testing/redis_server.h"
 
 namespace sluice {

@@ -1,4 +1,4 @@
-#include "src/store/redis/redis_error.h"
+#include "src/store/redis/client/redis_error.h"
 
 #include <string>
 

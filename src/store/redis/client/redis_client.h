@@ -26,8 +26,8 @@
 // Thread safety: thread-safe. Callbacks run on the client's I/O thread (never inline inside
 // Send(), except when the command is rejected up front; see Send()). They must not block, must not
 // throw, and may call Send() again. The client may be destroyed from inside a callback.
-#ifndef SLUICE_STORE_REDIS_REDIS_CLIENT_H_
-#define SLUICE_STORE_REDIS_REDIS_CLIENT_H_
+#ifndef SLUICE_STORE_REDIS_CLIENT_REDIS_CLIENT_H_
+#define SLUICE_STORE_REDIS_CLIENT_REDIS_CLIENT_H_
 
 #include <chrono>
 #include <cstddef>
@@ -46,7 +46,8 @@
 
 #include "sluice/store_url.h"
 
-#include "src/store/redis/redis_reply.h"
+#include "src/store/redis/client/redis_reply.h"
+#include "src/store/redis/client/redis_router.h"
 
 namespace sluice {
 
@@ -64,11 +65,23 @@ class RedisCommand {
   static RedisCommand Format(std::initializer_list<std::string_view> argv);
   static RedisCommand Format(const std::vector<std::string>& argv);
 
+  // RedisCommand::Pipeline()
+  //
+  // Returns `commands` as one command that a connection writes in one piece, so that nothing
+  // another caller sends runs between them (ASKING before the command it allows; WAIT right
+  // after the write it waits for). Its reply is an array holding each command's reply in order,
+  // error replies included. REQUIRES: at least one command, none empty, none itself a pipeline.
+  static RedisCommand Pipeline(std::vector<RedisCommand> commands);
+
   bool empty() const { return size_ == 0; }
-  // The RESP bytes.
+  // The RESP bytes (of every command of a pipeline, back to back).
   std::string_view resp() const { return {data_.get(), size_}; }
-  // The command name (argv[0]), for errors and logs.
+  // The command name (argv[0]; of the last command of a pipeline), for errors and logs.
   std::string_view name() const;
+  // How many replies the command gets: 1, or the number of commands of a pipeline.
+  size_t reply_count() const { return reply_count_; }
+  // True for a command made by Pipeline(): its replies are delivered as one array.
+  bool is_pipeline() const { return pipeline_; }
 
  private:
   struct FreeDeleter {
@@ -76,6 +89,10 @@ class RedisCommand {
   };
   std::unique_ptr<char, FreeDeleter> data_;
   size_t size_ = 0;
+  size_t reply_count_ = 1;
+  bool pipeline_ = false;
+  // Offset in resp() of the last command, for name().
+  size_t last_offset_ = 0;
 };
 
 struct RedisClientOptions {
@@ -137,11 +154,10 @@ struct RedisClientStats {
   size_t queued = 0;              // Commands waiting to be written.
 };
 
-class RedisClient {
+// A RedisClient is the router of a single server (redis_router.h): Route() ignores the key.
+class RedisClient final : public RedisRouter, public std::enable_shared_from_this<RedisClient> {
  public:
-  // Completion of one command: the reply (an error reply is a RedisReply, not a failed status) or
-  // a transport failure (see redis_error.h). Called exactly once.
-  using ReplyCallback = absl::AnyInvocable<void(absl::StatusOr<RedisReply>) &&>;
+  using ReplyCallback = RedisRouter::ReplyCallback;
 
   // RedisClient::Create()
   //
@@ -154,7 +170,7 @@ class RedisClient {
   RedisClient& operator=(const RedisClient&) = delete;
   // Fails every pending command with Unavailable, closes the connections and stops the I/O
   // thread. May run on the I/O thread (from a callback): the thread then finishes on its own.
-  ~RedisClient();
+  ~RedisClient() override;
 
   // RedisClient::Send()
   //
@@ -190,7 +206,7 @@ class RedisClient {
   // connection attempt is refused for good reason (PermissionDenied for credentials,
   // InvalidArgument for SELECT); after `timeout`, returns DeadlineExceeded with the last
   // connection error. Returns FailedPrecondition on the I/O thread.
-  absl::Status WaitForConnection(std::chrono::milliseconds timeout);
+  absl::Status WaitForConnection(std::chrono::milliseconds timeout) override;
 
   // RedisClient::Stats()
   RedisClientStats Stats() const;
@@ -199,6 +215,17 @@ class RedisClient {
   //
   // Returns the redacted URL of the server, for logs.
   const std::string& Endpoint() const;
+
+  // RedisRouter: one server serves every key.
+  void Route(RedisCommand command, std::string_view /*key*/, std::chrono::milliseconds timeout,
+             ReplyCallback done) override {
+    Send(std::move(command), timeout, std::move(done));
+  }
+  // The client itself, when a shared_ptr owns it (else an empty list).
+  std::vector<std::shared_ptr<RedisClient>> Primaries() const override;
+  RedisClientStats RouterStats() const override { return Stats(); }
+  std::string Describe() const override { return Endpoint(); }
+  std::chrono::milliseconds DefaultTimeout() const override;
 
  private:
   class Impl;
@@ -211,4 +238,4 @@ class RedisClient {
 
 }  // namespace sluice
 
-#endif  // SLUICE_STORE_REDIS_REDIS_CLIENT_H_
+#endif  // SLUICE_STORE_REDIS_CLIENT_REDIS_CLIENT_H_

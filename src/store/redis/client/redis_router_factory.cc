@@ -1,0 +1,26 @@
+#include "src/store/redis/client/redis_router_factory.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+
+namespace sluice {
+
+absl::StatusOr<std::shared_ptr<RedisRouter>> CreateRedisRouter(const RedisClientOptions& options) {
+  switch (options.url.kind) {
+    case StoreUrl::Kind::kRedis: {
+      absl::StatusOr<std::unique_ptr<RedisClient>> client = RedisClient::Create(options);
+      if (!client.ok()) return client.status();
+      return std::shared_ptr<RedisRouter>(std::shared_ptr<RedisClient>(*std::move(client)));
+    }
+    case StoreUrl::Kind::kRedisCluster:
+      return absl::UnimplementedError("redis-cluster:// is not supported yet");
+    case StoreUrl::Kind::kRedisSentinel:
+      return absl::UnimplementedError("redis-sentinel:// is not supported yet");
+    case StoreUrl::Kind::kMemory:
+      break;
+  }
+  return absl::InvalidArgumentError("redis client: the store URL is not a Redis URL");
+}
+
+}  // namespace sluice
