@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps configure build run test asan tsan fuzz bench format tidy clean
+.PHONY: all deps configure build run test sanitize asan tsan fuzz bench format tidy clean
 
 all: build
 
@@ -23,6 +23,12 @@ run: build
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
+
+# The concurrency-sensitive tests under ThreadSanitizer and the parsers, stores and fuzz corpora
+# under ASan + UBSan, each in its own build directory with only those tests built (CI runs this
+# after `make test`; scripts/sanitize.sh lists the tests).
+sanitize: deps
+	@JOBS=$(JOBS) bash scripts/sanitize.sh all
 
 asan:
 	@$(MAKE) test BUILD_DIR=build-asan BUILD_TYPE=Debug CMAKE_FLAGS="-DSLUICE_SANITIZE=ON -DSLUICE_BUILD_BENCHMARKS=OFF"

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -175,6 +177,88 @@ TEST_F(ScriptRunnerTest, FailsCleanlyWhenTheClientIsGone) {
   client_.reset();
   absl::StatusOr<RedisReply> reply = RunSync(script, {"n"}, {"ok"});
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable);
+}
+
+// Durability (min_replicas): a primary with one replica that follows it.
+class ScriptRunnerDurabilityTest : public ScriptRunnerTest {
+ protected:
+  void SetUp() override {
+    ScriptRunnerTest::SetUp();
+    if (HasFatalFailure()) return;
+    absl::StatusOr<std::unique_ptr<RedisServer>> replica = RedisServer::Start(
+        {.config = {{"replicaof", absl::StrCat("127.0.0.1 ", server_->port())}}});
+    ASSERT_TRUE(replica.ok()) << replica.status();
+    replica_ = std::move(*replica);
+    // Wait (bounded) until the primary counts the replica as connected and in sync.
+    for (int i = 0; i < 200; ++i) {
+      absl::StatusOr<std::string> info = server_->Command({"INFO", "replication"});
+      if (info.ok() && absl::StrContains(*info, "connected_slaves:1") &&
+          absl::StrContains(*info, "state=online")) {
+        return;
+      }
+      absl::SleepFor(absl::Milliseconds(25));  // Watchdog poll of a real server, not a clock.
+    }
+    FAIL() << "replica did not come online";
+  }
+
+  absl::StatusOr<RedisReply> RunDurable(ScriptRunner& runner, const LuaScript& script) {
+    absl::Notification done;
+    absl::StatusOr<RedisReply> result;
+    runner.Run(script, {"n"}, {"ok"}, [&](absl::StatusOr<RedisReply> reply) {
+      result = std::move(reply);
+      done.Notify();
+    });
+    done.WaitForNotification();
+    return result;
+  }
+
+  std::unique_ptr<RedisServer> replica_;
+};
+
+TEST_F(ScriptRunnerDurabilityTest, ReturnsTheDecisionOnceEnoughReplicasAcknowledged) {
+  const LuaScript script = MakeLuaScript("counting", kCountingScript);
+  ScriptRunner durable(client_, {.timeout = milliseconds(2000),
+                                 .min_replicas = 1,
+                                 .min_replicas_timeout = milliseconds(1000)});
+  // The first call is resent as EVAL after NOSCRIPT: the resend carries its WAIT too.
+  absl::StatusOr<RedisReply> first = RunDurable(durable, script);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->DebugString(), "1");
+  absl::StatusOr<RedisReply> second = RunDurable(durable, script);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->DebugString(), "2");
+  EXPECT_EQ(durable.Stats().noscript_resends, 1u);
+  // The replica has the write: WAIT really waited for it.
+  EXPECT_EQ(*replica_->Command({"GET", "n"}), "2");
+}
+
+TEST_F(ScriptRunnerDurabilityTest, FailsUnavailableWhenTooFewReplicasAcknowledge) {
+  const LuaScript script = MakeLuaScript("counting", kCountingScript);
+  ScriptRunner durable(client_, {.timeout = milliseconds(2000),
+                                 .min_replicas = 2,
+                                 .min_replicas_timeout = milliseconds(20)});
+  absl::StatusOr<RedisReply> reply = RunDurable(durable, script);
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable) << reply.status();
+  EXPECT_THAT(reply.status().message(), HasSubstr("1 of 2 replicas"));
+  // The decision was recorded on the primary (and is not undone): ran exactly once.
+  EXPECT_EQ(Get("n"), "1");
+}
+
+TEST_F(ScriptRunnerDurabilityTest, ScriptErrorsStandWhateverWaitSays) {
+  const LuaScript script = MakeLuaScript("counting", kCountingScript);
+  ScriptRunner durable(client_, {.timeout = milliseconds(2000),
+                                 .min_replicas = 1,
+                                 .min_replicas_timeout = milliseconds(1000)});
+  absl::Notification done;
+  absl::StatusOr<RedisReply> result;
+  durable.Run(script, {"n"}, {"fail"}, [&](absl::StatusOr<RedisReply> reply) {
+    result = std::move(reply);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->is_error());
+  EXPECT_THAT(result->str(), HasSubstr("TESTFAIL"));
 }
 
 }  // namespace
