@@ -77,12 +77,18 @@ class ConnectionObserver {
 };
 
 // One command on its way: queued, then in flight. A request whose callback is empty is a
-// tombstone: it timed out after being written, and its reply will be discarded.
+// tombstone: it timed out after being written, and its reply will be discarded. A pipeline
+// (command.is_pipeline()) stays at the front of the FIFO until all its replies have arrived,
+// tombstone or not, so that one pipeline consumes exactly its own replies, and completes once
+// with an array of them.
 struct Request {
   RedisCommand command;
   RedisClient::ReplyCallback done;
   TimePoint deadline = TimePoint::max();
   std::chrono::milliseconds timeout{0};
+  // Replies of a pipeline received so far (kept only while `done` is set), and their count.
+  std::vector<RedisReply> replies = {};
+  size_t replies_received = 0;
 };
 
 // ReadPasswordFile()

@@ -105,8 +105,8 @@ void RedisConnection::TryWrite() {
     }
     buf.append(r.command.resp());
     earliest = std::min(earliest, r.deadline);
+    count += r.command.reply_count();
     inflight_.push_back(std::move(r));
-    ++count;
   }
   batch_.clear();
   if (count == 0) return;
@@ -177,13 +177,24 @@ void RedisConnection::OnRead(uint64_t epoch, const boost::system::error_code& ec
           absl::StrCat("redis ", config_.endpoint, ": a reply arrived with no command waiting")));
       return;
     }
-    Request request = inflight_.pop_front();
     Bump(replies_);
+    Request& front = inflight_.front();
+    const bool pipeline = front.command.is_pipeline();
+    if (pipeline) {
+      // A pipeline: gather its replies; it completes (or, as a tombstone, is dropped) on the last.
+      if (front.done) front.replies.push_back(**std::move(next));
+      if (++front.replies_received < front.command.reply_count()) continue;
+    }
+    Request request = inflight_.pop_front();
     if (!request.done) {
       Bump(late_replies_);  // Its command timed out; consuming the reply keeps the FIFO aligned.
       continue;
     }
-    std::move(request.done)(**std::move(next));
+    if (pipeline) {
+      std::move(request.done)(RedisReply::Array(std::move(request.replies)));
+    } else {
+      std::move(request.done)(**std::move(next));
+    }
     // A handshake step may have failed the connection; its buffers and FIFO are gone.
     if (epoch != epoch_) return;
   }
@@ -245,6 +256,7 @@ void RedisConnection::OnDeadlineTimer() {
     Bump(timeouts_);
     RedisClient::ReplyCallback done = std::move(r.done);
     r.done = nullptr;
+    r.replies.clear();  // A pipeline's tombstone only counts the replies still to come.
     std::move(done)(CommandTimeoutError(r.command.name(), r.timeout));
   }
   if (established_ && !inflight_.empty()) {
