@@ -59,10 +59,17 @@ struct FailurePolicy {
 };
 
 // Counters of a failure-policy wrapper (values may be slightly outdated).
+//
+// Logs: a failed check logs a warning with the store's error, at most one line a second (the next
+// line says how many were suppressed); the breaker logs each opening (warning) and closing (info),
+// at most four lines a second. Store messages name the server by host:port, never credentials.
 struct FailureStats {
   uint64_t store_errors = 0;        // checks the store failed (InvalidArgument excluded)
   uint64_t fallback_decisions = 0;  // decisions the policy made (incl. while the breaker is open)
   bool breaker_open = false;
+  uint64_t breaker_opens = 0;         // closed -> open transitions
+  uint64_t breaker_closes = 0;        // open -> closed transitions (a probe succeeded)
+  uint64_t log_lines_suppressed = 0;  // store-error and breaker lines dropped by the throttle
 };
 
 class FailurePolicyStore : public Store {

@@ -6,10 +6,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
 
+#include "src/util/log_throttle.h"
 #include "src/util/mutex.h"
 #include "src/util/strings.h"
 
@@ -27,6 +29,8 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
       : policy_(policy),
         clock_(policy.clock != nullptr ? *policy.clock : Clock::Real()),
         local_(MakeLocalStore(policy, clock_)),
+        error_log_({.max_lines = 1, .interval = std::chrono::seconds(1), .clock = &clock_}),
+        breaker_log_({.max_lines = 4, .interval = std::chrono::seconds(1), .clock = &clock_}),
         primary_(std::move(primary)) {}
 
   absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
@@ -73,7 +77,11 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     internal::MutexLock lock(&mu_);
     return FailureStats{.store_errors = store_errors_.load(std::memory_order_relaxed),
                         .fallback_decisions = fallback_decisions_.load(std::memory_order_relaxed),
-                        .breaker_open = open_};
+                        .breaker_open = open_,
+                        .breaker_opens = breaker_opens_,
+                        .breaker_closes = breaker_closes_,
+                        .log_lines_suppressed =
+                            error_log_.total_suppressed() + breaker_log_.total_suppressed()};
   }
 
  private:
@@ -90,7 +98,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
       OnStoreAnswered();
       return result;
     }
-    OnStoreFailed();
+    OnStoreFailed(result.status());
     if (policy_.mode == FailureMode::kPropagate) return result;
     return Fallback(key, limit, cost);
   }
@@ -101,7 +109,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
       OnStoreAnswered();
       return result;
     }
-    OnStoreFailed();
+    OnStoreFailed(result.status());
     if (policy_.mode == FailureMode::kPropagate) return result;
     return FallbackAll(checks);
   }
@@ -179,22 +187,69 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
 
   void OnStoreAnswered() {
     if (policy_.breaker_failure_threshold <= 0) return;
-    internal::MutexLock lock(&mu_);
-    consecutive_failures_ = 0;
-    open_ = false;
-    probe_in_flight_ = false;
+    std::chrono::steady_clock::duration was_open{};
+    {
+      internal::MutexLock lock(&mu_);
+      consecutive_failures_ = 0;
+      probe_in_flight_ = false;
+      if (!open_) return;
+      open_ = false;
+      ++breaker_closes_;
+      was_open = clock_.Now() - opened_at_;
+    }
+    if (internal::LogPermit p = breaker_log_.Acquire(); p.log) {
+      spdlog::info("store {}: circuit breaker closed, the store answers again after {} ms{}",
+                   primary_->Name(),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(was_open).count(),
+                   internal::SuppressedNote(p.suppressed));
+    }
   }
 
-  void OnStoreFailed() {
+  void OnStoreFailed(const absl::Status& status) {
     store_errors_.fetch_add(1, std::memory_order_relaxed);
-    if (policy_.breaker_failure_threshold <= 0) return;
-    internal::MutexLock lock(&mu_);
-    probe_in_flight_ = false;
-    ++consecutive_failures_;
-    if (open_ || consecutive_failures_ >= policy_.breaker_failure_threshold) {
-      open_ = true;
-      open_until_ = clock_.Now() + policy_.breaker_open_for;
+    // Every failed check of an outage lands here: one line a second says what is wrong, the
+    // counters say how often.
+    if (internal::LogPermit p = error_log_.Acquire(); p.log) {
+      spdlog::warn("store {}: check failed ({}): {}{}", primary_->Name(),
+                   FailureModeAnswer(policy_.mode), internal::StdView(status.ToString()),
+                   internal::SuppressedNote(p.suppressed));
     }
+    if (policy_.breaker_failure_threshold <= 0) return;
+    int failures = 0;
+    {
+      internal::MutexLock lock(&mu_);
+      probe_in_flight_ = false;
+      failures = ++consecutive_failures_;
+      if (!open_ && consecutive_failures_ < policy_.breaker_failure_threshold) return;
+      open_until_ = clock_.Now() + policy_.breaker_open_for;
+      if (open_) return;  // A failed probe: still open, not a transition.
+      open_ = true;
+      opened_at_ = clock_.Now();
+      ++breaker_opens_;
+    }
+    if (internal::LogPermit p = breaker_log_.Acquire(); p.log) {
+      spdlog::warn("store {}: circuit breaker open after {} consecutive failures; {} for {} ms, "
+                   "then probing{}",
+                   primary_->Name(), failures, FailureModeAnswer(policy_.mode),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(policy_.breaker_open_for)
+                       .count(),
+                   internal::SuppressedNote(p.suppressed));
+    }
+  }
+
+  // How checks are answered while the store fails, for logs.
+  static std::string_view FailureModeAnswer(FailureMode mode) {
+    switch (mode) {
+      case FailureMode::kPropagate:
+        return "returning the error";
+      case FailureMode::kAllow:
+        return "allowing";
+      case FailureMode::kDeny:
+        return "denying";
+      case FailureMode::kLocal:
+        return "limiting locally";
+    }
+    return "unknown";
   }
 
   const FailurePolicy policy_;
@@ -207,6 +262,11 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
   bool open_ ABSL_GUARDED_BY(mu_) = false;
   bool probe_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   std::chrono::steady_clock::time_point open_until_ ABSL_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point opened_at_ ABSL_GUARDED_BY(mu_);
+  uint64_t breaker_opens_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t breaker_closes_ ABSL_GUARDED_BY(mu_) = 0;
+  internal::LogThrottle error_log_;
+  internal::LogThrottle breaker_log_;
   // Declared last so it is destroyed first: its destructor may still complete callbacks that use
   // the members above.
   std::unique_ptr<Store> primary_;

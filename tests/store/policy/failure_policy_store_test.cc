@@ -7,6 +7,7 @@
 #include "sluice/memory_store.h"
 
 #include "tests/testing/faulty_store.h"
+#include "tests/testing/log_capture.h"
 #include "tests/testing/manual_clock.h"
 
 namespace sluice {
@@ -123,6 +124,51 @@ TEST(FailurePolicyStore, BreakerOpensProbesAndCloses) {
   EXPECT_FALSE(d->from_fallback);
   EXPECT_FALSE(f.store->Stats().breaker_open);
   EXPECT_EQ(f.faulty->forwarded(), 1);
+}
+
+// Verifies an outage is logged, but not once per request: 1,000 failed checks in one second give
+// one warning (then one a second, saying how many were suppressed), and each breaker transition
+// gives one line, all counted in Stats().
+TEST(FailurePolicyStore, LogsStoreErrorsThrottledAndBreakerTransitions) {
+  testing::LogCapture logs;
+  Fixture f({.mode = FailureMode::kLocal,
+             .breaker_failure_threshold = 1000,
+             .breaker_open_for = seconds(1)});
+  f.faulty->Fail(absl::UnavailableError("redis 127.0.0.1:6379: connection refused"));
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(f.store->Check("k", kTenPerMinute, 1).ok());
+  EXPECT_EQ(f.faulty->failed(), 1000);
+  EXPECT_EQ(logs.Count("warning store faulty: check failed (limiting locally): UNAVAILABLE: redis "
+                       "127.0.0.1:6379: connection refused"),
+            1)
+      << logs.Dump();
+  EXPECT_EQ(logs.Count("circuit breaker open after 1000 consecutive failures; limiting locally "
+                       "for 1000 ms"),
+            1)
+      << logs.Dump();
+  EXPECT_EQ(logs.Lines().size(), 2u) << logs.Dump();
+  FailureStats stats = f.store->Stats();
+  EXPECT_EQ(stats.store_errors, 1000u);
+  EXPECT_EQ(stats.breaker_opens, 1u);
+  EXPECT_EQ(stats.breaker_closes, 0u);
+  EXPECT_EQ(stats.log_lines_suppressed, 999u);
+
+  // A second later the probe fails: one more warning, carrying the count; no new transition.
+  f.clock.Advance(seconds(1));
+  ASSERT_TRUE(f.store->Check("k", kTenPerMinute, 1).ok());
+  EXPECT_EQ(logs.Count("(999 similar lines suppressed)"), 1) << logs.Dump();
+  EXPECT_EQ(logs.Lines().size(), 3u) << logs.Dump();
+
+  f.faulty->Heal();
+  f.clock.Advance(seconds(1));
+  ASSERT_TRUE(f.store->Check("k", kTenPerMinute, 1).ok());
+  EXPECT_EQ(logs.Count("info store faulty: circuit breaker closed, the store answers again after "
+                       "2000 ms"),
+            1)
+      << logs.Dump();
+  stats = f.store->Stats();
+  EXPECT_EQ(stats.breaker_opens, 1u);
+  EXPECT_EQ(stats.breaker_closes, 1u);
+  EXPECT_FALSE(stats.breaker_open);
 }
 
 TEST(FailurePolicyStore, AsyncFallbackRunsTheCallbackOnce) {
