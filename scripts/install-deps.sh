@@ -11,7 +11,7 @@ PACKAGES=(
   libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev
-  redis-server redis-tools
+  redis-server redis-sentinel redis-tools
 )
 
 missing=()
@@ -28,4 +28,5 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# The redis-server package starts a system service on :6379; tests start their own servers on free ports.
+# The redis-server and redis-sentinel packages start system services on :6379 and :26379; tests
+# start their own servers and sentinels on free ports.
