@@ -5,6 +5,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -21,12 +22,9 @@
 namespace sluice::testing {
 namespace {
 
-// Starts `argv` (argv[0] looked up in PATH, argv null-terminated) as a child that the kernel
-// SIGKILLs when the calling thread exits, so a test binary that crashes or is killed leaves no
-// orphaned redis-server behind. posix_spawn cannot set PR_SET_PDEATHSIG, hence fork and exec.
-// Returns the child's pid, or Unavailable when it cannot be started (as posix_spawnp reports a
-// failed exec).
-absl::StatusOr<pid_t> SpawnTiedToParent(const std::vector<char*>& argv) {
+// SpawnTiedToParent() with `argv` null-terminated. posix_spawn cannot set PR_SET_PDEATHSIG, hence
+// fork and exec.
+absl::StatusOr<pid_t> SpawnArgvTiedToParent(const std::vector<char*>& argv) {
   // A close-on-exec pipe: it closes unread when exec succeeds, or carries the child's errno.
   std::array<int, 2> report{};
   if (pipe2(report.data(), O_CLOEXEC) != 0) return absl::InternalError("pipe2() failed");
@@ -57,7 +55,8 @@ absl::StatusOr<pid_t> SpawnTiedToParent(const std::vector<char*>& argv) {
   if (n > 0) {
     int status = 0;
     waitpid(pid, &status, 0);
-    return absl::UnavailableError("cannot spawn redis-server (is it installed?)");
+    return absl::UnavailableError(
+        absl::StrCat("cannot spawn ", argv[0], " (is it installed?): ", std::strerror(err)));
   }
   return pid;
 }
@@ -84,6 +83,15 @@ std::string ReplyToText(const redisReply* r) {
 }
 
 }  // namespace
+
+absl::StatusOr<pid_t> SpawnTiedToParent(std::vector<std::string> args) {
+  if (args.empty()) return absl::InvalidArgumentError("SpawnTiedToParent: no program");
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return SpawnArgvTiedToParent(argv);
+}
 
 absl::StatusOr<int> FreeLoopbackPort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -150,11 +158,7 @@ absl::Status RedisServer::Launch() {
     args.push_back("--" + name);
     args.push_back(value);
   }
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  absl::StatusOr<pid_t> pid = SpawnTiedToParent(argv);
+  absl::StatusOr<pid_t> pid = SpawnTiedToParent(std::move(args));
   if (!pid.ok()) return pid.status();
   pid_ = *pid;
   // Wait until it answers; real time here is only a start-up watchdog.

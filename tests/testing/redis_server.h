@@ -67,6 +67,13 @@ class RedisServer {
   pid_t pid_ = -1;
 };
 
+// SpawnTiedToParent()
+//
+// Starts `args` (args[0] looked up in PATH) as a child process that the kernel SIGKILLs when the
+// calling thread exits, so a test binary that crashes or is killed leaves no orphaned server
+// behind. Returns its pid (the caller kills and reaps it), or Unavailable when it cannot start.
+absl::StatusOr<pid_t> SpawnTiedToParent(std::vector<std::string> args);
+
 // FreeLoopbackPort()
 //
 // Returns a TCP port on 127.0.0.1 that was free a moment ago.
