@@ -105,8 +105,8 @@ class LogThrottle {
 // Returns "" for 0, else " (K similar lines suppressed)": the tail of a throttled line.
 inline std::string SuppressedNote(uint64_t suppressed) {
   if (suppressed == 0) return {};
-  return " (" + std::to_string(suppressed) + (suppressed == 1 ? " similar line" : " similar lines") +
-         " suppressed)";
+  return " (" + std::to_string(suppressed) +
+         (suppressed == 1 ? " similar line" : " similar lines") + " suppressed)";
 }
 
 }  // namespace sluice::internal

@@ -75,13 +75,13 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
 
   FailureStats Stats() const override {
     internal::MutexLock lock(&mu_);
-    return FailureStats{.store_errors = store_errors_.load(std::memory_order_relaxed),
-                        .fallback_decisions = fallback_decisions_.load(std::memory_order_relaxed),
-                        .breaker_open = open_,
-                        .breaker_opens = breaker_opens_,
-                        .breaker_closes = breaker_closes_,
-                        .log_lines_suppressed =
-                            error_log_.total_suppressed() + breaker_log_.total_suppressed()};
+    return FailureStats{
+        .store_errors = store_errors_.load(std::memory_order_relaxed),
+        .fallback_decisions = fallback_decisions_.load(std::memory_order_relaxed),
+        .breaker_open = open_,
+        .breaker_opens = breaker_opens_,
+        .breaker_closes = breaker_closes_,
+        .log_lines_suppressed = error_log_.total_suppressed() + breaker_log_.total_suppressed()};
   }
 
  private:
@@ -228,12 +228,12 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
       ++breaker_opens_;
     }
     if (internal::LogPermit p = breaker_log_.Acquire(); p.log) {
-      spdlog::warn("store {}: circuit breaker open after {} consecutive failures; {} for {} ms, "
-                   "then probing{}",
-                   primary_->Name(), failures, FailureModeAnswer(policy_.mode),
-                   std::chrono::duration_cast<std::chrono::milliseconds>(policy_.breaker_open_for)
-                       .count(),
-                   internal::SuppressedNote(p.suppressed));
+      spdlog::warn(
+          "store {}: circuit breaker open after {} consecutive failures; {} for {} ms, "
+          "then probing{}",
+          primary_->Name(), failures, FailureModeAnswer(policy_.mode),
+          std::chrono::duration_cast<std::chrono::milliseconds>(policy_.breaker_open_for).count(),
+          internal::SuppressedNote(p.suppressed));
     }
   }
 

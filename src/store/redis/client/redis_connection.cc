@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 #include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
@@ -240,6 +241,17 @@ void RedisConnection::OnHandshakeReply(uint64_t epoch, std::string_view step, bo
 void RedisConnection::BecomeReady() {
   connect_timer_.cancel();
   established_ = true;
+  if (down_since_.has_value()) {
+    if (LogPermit p = config_.connection_log->Acquire(); p.log) {
+      spdlog::info(
+          "redis {}: connected again after {} failed attempts, {} ms without a connection{}",
+          config_.url.Redacted(), failed_attempts_,
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::Real().Now() - *down_since_)
+              .count(),
+          SuppressedNote(p.suppressed));
+    }
+    down_since_.reset();
+  }
   failed_attempts_ = 0;
   SetState(State::kReady);
   connects_.fetch_add(1, std::memory_order_relaxed);
@@ -284,6 +296,7 @@ void RedisConnection::FailConnection(const absl::Status& error) {
     }
     ScheduleReconnect();
   }
+  LogConnectionDown(error, was_ready);
   observer_.OnConnectionDown(error, was_ready);
   // Written commands may have run: they fail, never to be resent. Handshake steps (no timeout)
   // are not user commands and are not counted.
@@ -295,6 +308,20 @@ void RedisConnection::FailConnection(const absl::Status& error) {
   FailAll(unsent, [&](const Request& r) {
     return NotConnectedError(r.command.name(), config_.endpoint, error);
   });
+}
+
+// A lost connection is logged, and so is the first failed attempt of a series; the attempts after
+// it are not (they retry with backoff, connect_failures counts them), until "connected again".
+// The messages name the server by its redacted URL, never a password.
+void RedisConnection::LogConnectionDown(const absl::Status& error, bool was_ready) {
+  if (!down_since_.has_value()) down_since_ = Clock::Real().Now();
+  if (!was_ready && failed_attempts_ != 1) return;
+  if (LogPermit p = config_.connection_log->Acquire(); p.log) {
+    spdlog::warn("redis {}: {}: {}; {}{}", config_.url.Redacted(),
+                 was_ready ? "connection lost" : "cannot connect", StdView(error.message()),
+                 was_ready ? "reconnecting" : "retrying with backoff",
+                 SuppressedNote(p.suppressed));
+  }
 }
 
 void RedisConnection::ScheduleReconnect() {

@@ -47,6 +47,7 @@
 #include "src/store/redis/client/redis_client.h"
 #include "src/store/redis/client/redis_connection_queue.h"
 #include "src/store/redis/client/redis_reply_reader.h"
+#include "src/util/log_throttle.h"
 #include "src/util/mutex.h"
 
 namespace sluice::internal {
@@ -65,6 +66,10 @@ struct ConnectionConfig {
   size_t max_queued_commands = 0;
   std::string client_name;
   boost::asio::ssl::context* tls_context = nullptr;  // Set for rediss://.
+  // Throttles the connections' log lines (lost, cannot connect, connected again), at most four a
+  // second for the client. Shared, so a copy of the config shares it too.
+  std::shared_ptr<LogThrottle> connection_log = std::make_shared<LogThrottle>(
+      LogThrottleOptions{.max_lines = 4, .interval = std::chrono::seconds(1)});
 };
 
 // Told about connection state changes, on the connection's I/O thread.
@@ -144,6 +149,8 @@ class RedisConnection {
   void FailConnection(const absl::Status& error);
   void ScheduleReconnect();
   void DoShutdown();
+  // Logs a lost connection or the first failed attempt of a series (connection_log).
+  void LogConnectionDown(const absl::Status& error, bool was_ready);
   State SetState(State state) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Command I/O (redis_connection_io.cc).
@@ -190,10 +197,14 @@ class RedisConnection {
   bool closing_ = false;
   bool established_ = false;  // The current attempt reached kReady.
   int failed_attempts_ = 0;
+  // Since when no connection is established, once one was lost or an attempt failed (for the
+  // "connected again" log line); unset while connected and before the first failure.
+  std::optional<TimePoint> down_since_;
   bool writing_ = false;
   std::vector<Request> batch_;  // Swapped with submitted_; keeps its capacity.
   RequestRing<Request> inflight_;
   TimePoint last_progress_;  // Last read, or when inflight_ became non-empty.
+  TimePoint last_reply_;     // Last complete reply, or when inflight_ became non-empty.
   std::unique_ptr<RedisReplyReader> reader_;
   absl::BitGen rng_;
 

@@ -111,7 +111,7 @@ void RedisConnection::TryWrite() {
   batch_.clear();
   if (count == 0) return;
   in_flight_.store(inflight_.size(), std::memory_order_relaxed);
-  if (was_idle) last_progress_ = now;
+  if (was_idle) last_progress_ = last_reply_ = now;
   ArmDeadlineTimer(std::min(earliest, last_progress_ + config_.stall_timeout));
   WriteBuffer(count);
 }
@@ -178,6 +178,7 @@ void RedisConnection::OnRead(uint64_t epoch, const boost::system::error_code& ec
       return;
     }
     Bump(replies_);
+    last_reply_ = last_progress_;
     Request& front = inflight_.front();
     const bool pipeline = front.command.is_pipeline();
     if (pipeline) {
@@ -261,12 +262,25 @@ void RedisConnection::OnDeadlineTimer() {
   }
   if (established_ && !inflight_.empty()) {
     const TimePoint stall_at = last_progress_ + config_.stall_timeout;
+    // Bytes that keep trickling in hold off the check above without ever completing a reply (a
+    // huge or slowed reply). Once the oldest command's deadline has passed, its reply must
+    // complete within stall_timeout of the last reply, or the connection is dropped rather than
+    // kept reading for a caller that has gone.
+    const TimePoint overdue_at =
+        std::max(inflight_.front().deadline, last_reply_ + config_.stall_timeout);
     if (now >= stall_at) {
       FailConnection(absl::UnavailableError(
           absl::StrCat("redis ", config_.endpoint, ": no reply for ", config_.stall_timeout.count(),
                        "ms with commands waiting; connection presumed dead")));
+    } else if (now >= overdue_at) {
+      FailConnection(absl::UnavailableError(absl::StrCat(
+          "redis ", config_.endpoint, ": reply to ", AbslView(inflight_.front().command.name()),
+          " still incomplete ", config_.stall_timeout.count(),
+          "ms after the last reply and past its deadline (",
+          reader_ != nullptr ? reader_->pending_bytes() : 0,
+          " bytes received so far); connection dropped")));
     } else {
-      next = std::min(next, stall_at);
+      next = std::min({next, stall_at, overdue_at});
     }
   }
   ArmDeadlineTimer(next);

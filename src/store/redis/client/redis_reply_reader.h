@@ -4,6 +4,13 @@
 // no redisReply is allocated and copied: a reply costs its strings and arrays and nothing more.
 // Feed whatever arrived from the socket, then call Next() until it returns nullopt.
 //
+// A peer cannot make the reader hold more than the caps of RedisReplyLimits (plus one Feed()):
+// hiredis buffers a bulk string until all of it has arrived, so a garbled or hostile server that
+// announces "$3000000000" would otherwise be buffered to 3 GB. Each time Next() runs out of input
+// it checks the reply in progress: its announced bulk length against max_bulk_bytes, and the
+// bytes it has buffered and built so far against max_reply_bytes. Arrays are capped at
+// kMaxArrayElements and nesting at 7 levels (hiredis's own limit).
+//
 // Example:
 //   RedisReplyReader reader;
 //   SLUICE_RETURN_IF_ERROR(reader.Feed(bytes));
@@ -20,6 +27,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -31,6 +39,18 @@ struct redisReader;
 struct redisReadTask;
 
 namespace sluice {
+
+// Caps on what one reply may hold. Defaults are far above anything sluice reads (its longest
+// reply, check_all's, is a few KB), so only a broken or hostile peer meets them; a reply over a
+// cap is a protocol error, which fails the connection.
+struct RedisReplyLimits {
+  // Longest bulk string, in bytes (Redis's own proto-max-bulk-len defaults to 512 MB). Also bounds
+  // a status, error or integer line. Default: 64 MiB.
+  size_t max_bulk_bytes = size_t{64} << 20;
+  // Largest reply, in bytes: its strings plus sizeof(RedisReply) per element, and the input
+  // buffered for the part not parsed yet. Default: 256 MiB.
+  size_t max_reply_bytes = size_t{256} << 20;
+};
 
 class RedisReplyReader {
  public:
@@ -44,7 +64,7 @@ class RedisReplyReader {
   // bytes "*65536\r\n" cost no more than "*512\r\n". 512 holds check_all's 321 in one allocation.
   static constexpr int kMaxReservedElements = 512;
 
-  RedisReplyReader();
+  explicit RedisReplyReader(const RedisReplyLimits& limits = {});
   RedisReplyReader(const RedisReplyReader&) = delete;
   RedisReplyReader& operator=(const RedisReplyReader&) = delete;
   ~RedisReplyReader();
@@ -58,7 +78,19 @@ class RedisReplyReader {
   //
   // Returns the next complete reply, nullopt when more input is needed, or Internal on a protocol
   // error ("redis: protocol error: ..."), after which the reader (and its connection) is unusable.
+  // A reply over a cap of RedisReplyLimits is such an error ("bulk string of 3000000000 bytes is
+  // longer than the limit of 67108864").
   absl::StatusOr<std::optional<RedisReply>> Next();
+
+  // RedisReplyReader::mid_reply()
+  //
+  // Whether part of a reply has arrived and the rest has not.
+  bool mid_reply() const;
+
+  // RedisReplyReader::pending_bytes()
+  //
+  // Bytes the reply in progress holds: what it has built plus its input not parsed yet.
+  size_t pending_bytes() const;
 
  private:
   struct ReaderDeleter {
@@ -74,10 +106,20 @@ class RedisReplyReader {
   static void* CreateNil(const redisReadTask* task);
   static void FreeObject(void* reply);
 
+  // Counts `bytes` against max_reply_bytes; false (and the error noted) once over it.
+  bool Charge(size_t bytes);
+  // Checks the reply in progress against the caps once input ran out; sets cap_error_.
+  void CheckPendingReply();
+
   // The reply under construction; hiredis callbacks write into it (see redis_reply_reader.cc).
   RedisReply root_;
+  const RedisReplyLimits limits_;
   // The length of an array refused for it (0 if none), to explain hiredis's "Out of memory".
   int oversized_elements_ = 0;
+  // Bytes built into root_ so far for the reply in progress.
+  size_t built_bytes_ = 0;
+  // Why a cap refused the reply in progress, when one did; the reader is then failed.
+  std::string cap_error_;
   std::unique_ptr<redisReader, ReaderDeleter> reader_;
 };
 

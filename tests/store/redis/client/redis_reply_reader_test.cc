@@ -169,6 +169,116 @@ TEST(RedisReplyReader, KeepsNestedArraysIntactWhileArraysGrow) {
   for (int i = 0; i < kLong; ++i) ASSERT_EQ(last[i], RedisReply::Integer(i)) << i;
 }
 
+// Feeds `wire` in `chunk`-byte pieces, draining replies after each, as a connection does; returns
+// the first error, or OK with the replies.
+absl::StatusOr<std::vector<RedisReply>> FeedInChunks(RedisReplyReader& reader,
+                                                     std::string_view wire, size_t chunk) {
+  std::vector<RedisReply> out;
+  for (size_t at = 0; at < wire.size(); at += chunk) {
+    if (absl::Status fed = reader.Feed(wire.substr(at, chunk)); !fed.ok()) return fed;
+    while (true) {
+      absl::StatusOr<std::optional<RedisReply>> next = reader.Next();
+      if (!next.ok()) return next.status();
+      if (!next->has_value()) break;
+      out.push_back(**std::move(next));
+    }
+  }
+  return out;
+}
+
+// Verifies issue 13's attack: a server announcing a 3 GB bulk string is refused as soon as the
+// header arrives, before anything of it is buffered, and the reader stays failed.
+TEST(RedisReplyReader, RefusesABulkStringAnnouncedOverTheCapBeforeBufferingIt) {
+  RedisReplyReader reader;
+  const size_t before = HeapBytesInUse();
+  ASSERT_TRUE(reader.Feed("$3000000000\r\n" + std::string(60'000, 'x')).ok());
+  absl::StatusOr<std::optional<RedisReply>> next = reader.Next();
+  const size_t after = HeapBytesInUse();
+  ASSERT_FALSE(next.ok());
+  EXPECT_EQ(next.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(next.status().message(),
+            "redis: protocol error: bulk string of 3000000000 bytes is longer than the limit of "
+            "67108864");
+  EXPECT_LE(after - std::min(after, before), size_t{1} << 20);
+  EXPECT_FALSE(reader.Feed("+OK\r\n").ok());
+  EXPECT_FALSE(reader.Next().ok());
+}
+
+// Verifies the boundary pair: a bulk string of exactly max_bulk_bytes is read, one byte more is
+// refused, at the top level and inside an array.
+TEST(RedisReplyReader, ReadsABulkStringAtTheCapAndRefusesOneByteMore) {
+  const RedisReplyLimits limits{.max_bulk_bytes = 1024, .max_reply_bytes = 1 << 20};
+  {
+    RedisReplyReader reader(limits);
+    absl::StatusOr<std::vector<RedisReply>> replies =
+        FeedInChunks(reader, "$1024\r\n" + std::string(1024, 'a') + "\r\n", 100);
+    ASSERT_TRUE(replies.ok()) << replies.status();
+    ASSERT_EQ(replies->size(), 1u);
+    EXPECT_EQ((*replies)[0].str().size(), 1024u);
+  }
+  for (const std::string wire : {"$1025\r\n", "*2\r\n$1\r\nx\r\n$1025\r\n"}) {
+    RedisReplyReader reader(limits);
+    absl::StatusOr<std::vector<RedisReply>> replies =
+        FeedInChunks(reader, wire + std::string(1025, 'a') + "\r\n", 7);
+    ASSERT_FALSE(replies.ok()) << wire;
+    EXPECT_THAT(replies.status().message(),
+                ::testing::HasSubstr("bulk string of 1025 bytes is longer than the limit of 1024"))
+        << wire;
+  }
+}
+
+TEST(RedisReplyReader, RefusesAStatusLineLongerThanTheBulkCap) {
+  RedisReplyReader reader({.max_bulk_bytes = 1024, .max_reply_bytes = 1 << 20});
+  absl::StatusOr<std::vector<RedisReply>> replies =
+      FeedInChunks(reader, "+" + std::string(2000, 'a'), 100);
+  ASSERT_FALSE(replies.ok());
+  EXPECT_THAT(replies.status().message(),
+              ::testing::HasSubstr("line of more than 1024 bytes without an end"));
+}
+
+// Verifies the aggregate cap: many small strings, each under the bulk cap, add up past the reply
+// cap, whether they arrive in one piece or trickle in.
+TEST(RedisReplyReader, RefusesAReplyWhoseElementsAddUpPastTheReplyCap) {
+  const RedisReplyLimits limits{.max_bulk_bytes = 1024, .max_reply_bytes = 64 << 10};
+  std::string wire = "*2000\r\n";
+  for (int i = 0; i < 2000; ++i) wire += "$100\r\n" + std::string(100, 'v') + "\r\n";
+  for (size_t chunk : {wire.size(), size_t{4096}, size_t{13}}) {
+    RedisReplyReader reader(limits);
+    absl::StatusOr<std::vector<RedisReply>> replies = FeedInChunks(reader, wire, chunk);
+    ASSERT_FALSE(replies.ok()) << chunk;
+    EXPECT_THAT(replies.status().message(),
+                ::testing::HasSubstr("reply larger than the limit of 65536 bytes"))
+        << chunk;
+  }
+}
+
+// Verifies the cap is per reply: consecutive replies just under it are all read.
+TEST(RedisReplyReader, ReplyCapCountsEachReplyOnItsOwn) {
+  RedisReplyReader reader({.max_bulk_bytes = 4096, .max_reply_bytes = 4096});
+  std::string wire;
+  for (int i = 0; i < 50; ++i) wire += "$3000\r\n" + std::string(3000, 'z') + "\r\n";
+  absl::StatusOr<std::vector<RedisReply>> replies = FeedInChunks(reader, wire, 1000);
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  EXPECT_EQ(replies->size(), 50u);
+  EXPECT_FALSE(reader.mid_reply());
+  EXPECT_EQ(reader.pending_bytes(), 0u);
+}
+
+TEST(RedisReplyReader, ReportsAReplyInProgress) {
+  RedisReplyReader reader;
+  EXPECT_FALSE(reader.mid_reply());
+  absl::StatusOr<std::vector<RedisReply>> replies =
+      FeedInChunks(reader, "*2\r\n:1\r\n$5\r\nab", 64);
+  ASSERT_TRUE(replies.ok());
+  EXPECT_TRUE(replies->empty());
+  EXPECT_TRUE(reader.mid_reply());
+  EXPECT_GT(reader.pending_bytes(), 0u);
+  replies = FeedInChunks(reader, "cde\r\n", 64);
+  ASSERT_TRUE(replies.ok());
+  ASSERT_EQ(replies->size(), 1u);
+  EXPECT_FALSE(reader.mid_reply());
+}
+
 TEST(RedisReply, TypedAccessorsReportTheActualType) {
   EXPECT_EQ(*RedisReply::Integer(5).AsInteger(), 5);
   EXPECT_EQ(*RedisReply::Status("OK").AsString(), "OK");
