@@ -37,9 +37,11 @@ using internal::Shard;
 using internal::Slot;
 
 constexpr size_t kMaxShards = size_t{1} << 16;
-// Each shard bounds its own share of max_entries, so a small max_entries gets fewer shards: with
-// shares of at least this many entries, a shard fills up close to when the whole store does.
+// Each shard bounds its own share of max_entries and max_bytes, so small bounds get fewer shards:
+// with shares of at least this many entries and bytes, a shard fills up close to when the whole
+// store does.
 constexpr size_t kMinEntriesPerShard = 1024;
+constexpr size_t kMinBytesPerShard = size_t{1} << 20;
 // Above this many checks, CheckAll() groups keys with a hash map instead of comparing pairs.
 constexpr size_t kPairwiseKeyLimit = 16;
 // The algorithms require 0 <= now < 2^52 us (the year 2112; docs/algorithms.md).
@@ -102,10 +104,13 @@ class MemoryStoreImpl final : public MemoryStore {
       // The shares add up to max_entries exactly.
       const size_t share =
           options.max_entries / shard_count + (i < options.max_entries % shard_count);
+      const size_t bytes_share =
+          options.max_bytes / shard_count + (i < options.max_bytes % shard_count);
       shards_.push_back(std::make_unique<Shard>(
           internal::ShardOptions{.hash_seed = seed_,
                                  .rng_seed = seed_ ^ (i * 0x9e3779b97f4a7c15ull),
                                  .max_entries = share,
+                                 .max_bytes = bytes_share,
                                  .overflow_policy = options.overflow_policy,
                                  .sweep_interval_us = options.sweep_interval.count()},
           now_us));
@@ -278,16 +283,22 @@ MultiDecision MemoryStoreImpl::CheckAllLocked(std::span<const LimitCheck> checks
   }
 
   // New keys need room in their shard; those that get none are denied.
+  absl::InlinedVector<size_t, 4> new_key_bytes;
   for (Shard* shard : shards) {
-    size_t new_keys = 0;
+    new_key_bytes.clear();
     size_t kept_present = 0;
+    size_t kept_bytes = 0;
     for (const KeyWork& work : keys) {
       if (work.shard != shard) continue;
-      if (work.slot != nullptr) ++kept_present;
-      if (work.slot == nullptr && work.dirty) ++new_keys;
+      const size_t bytes = EntryBytes(work.probe.key.size());
+      if (work.slot != nullptr) {
+        ++kept_present;
+        kept_bytes += bytes;
+      }
+      if (work.slot == nullptr && work.dirty) new_key_bytes.push_back(bytes);
     }
-    if (new_keys == 0) continue;
-    size_t fits = shard->Reserve(new_keys, kept_present, now_us, keep);
+    if (new_key_bytes.empty()) continue;
+    size_t fits = shard->Reserve(new_key_bytes, kept_present, kept_bytes, now_us, keep);
     for (KeyWork& work : keys) {
       if (work.shard != shard || work.slot != nullptr || !work.dirty) continue;
       if (fits > 0) {
@@ -337,6 +348,10 @@ absl::StatusOr<std::unique_ptr<MemoryStore>> MemoryStore::Create(
   if (options.max_entries == 0) {
     return absl::InvalidArgumentError("max_entries: must be at least 1");
   }
+  if (options.max_bytes < kEntryOverheadBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_bytes: must be at least ", kEntryOverheadBytes, ", got ", options.max_bytes));
+  }
   if (options.shards == 0 || options.shards > kMaxShards) {
     return absl::InvalidArgumentError(
         absl::StrCat("shards: must be in [1, ", kMaxShards, "], got ", options.shards));
@@ -346,8 +361,9 @@ absl::StatusOr<std::unique_ptr<MemoryStore>> MemoryStore::Create(
                                                    options.sweep_interval.count(), "us"));
   }
   const size_t shard_count =
-      std::min(std::bit_ceil(options.shards),
-               std::bit_floor(std::max<size_t>(1, options.max_entries / kMinEntriesPerShard)));
+      std::min({std::bit_ceil(options.shards),
+                std::bit_floor(std::max<size_t>(1, options.max_entries / kMinEntriesPerShard)),
+                std::bit_floor(std::max<size_t>(1, options.max_bytes / kMinBytesPerShard))});
   Clock& clock = options.clock != nullptr ? *options.clock : Clock::Real();
   return std::make_unique<MemoryStoreImpl>(options, clock, shard_count);
 }

@@ -17,7 +17,9 @@ bool IsKept(const Slot& slot, std::span<const KeyProbe* const> keep) {
 
 Shard::Shard(const ShardOptions& options, int64_t now_us)
     : options_(options),
-      table_(options.hash_seed, options.max_entries),
+      // The table never grows past what max_bytes allows of entries with short keys.
+      table_(options.hash_seed,
+             std::min(options.max_entries, options.max_bytes / MemoryStore::kEntryOverheadBytes)),
       next_sweep_us_(now_us + options.sweep_interval_us),
       rng_(options.rng_seed) {}
 
@@ -37,7 +39,7 @@ void Shard::SweepSome(int64_t now_us, size_t budget) {
   const size_t end = std::min(capacity, begin + budget);
   for (size_t i = begin; i < end; ++i) {
     if (table_.IsFull(i) && IsExpired(table_.at(i), now_us)) {
-      table_.EraseAt(i);
+      Erase(i);
       ++expired_;
     }
   }
@@ -56,16 +58,25 @@ size_t Shard::SweepAll(int64_t now_us) {
   return static_cast<size_t>(expired_ - before);
 }
 
+void Shard::Erase(size_t index) {
+  bytes_ -= MemoryStore::EntryBytes(SlotKey(table_.at(index)).size());
+  table_.EraseAt(index);
+}
+
 void Shard::EraseExpired(Slot* slot) {
-  table_.EraseAt(table_.IndexOf(slot));
+  Erase(table_.IndexOf(slot));
   ++expired_;
 }
 
 Slot* Shard::Insert(const KeyProbe& probe, int64_t now_us, std::span<const KeyProbe* const> keep) {
-  if (table_.size() >= options_.max_entries &&
-      !MakeRoom(now_us, keep, options_.overflow_policy == OverflowPolicy::kEvictSoonestExpiring)) {
-    return nullptr;
+  const size_t bytes = MemoryStore::EntryBytes(probe.key.size());
+  // A key that could not fit in an empty shard is refused before anything is evicted for it.
+  if (bytes > options_.max_bytes) return nullptr;
+  const bool may_evict = options_.overflow_policy == OverflowPolicy::kEvictSoonestExpiring;
+  while (!Fits(bytes)) {
+    if (!MakeRoom(now_us, keep, may_evict)) return nullptr;
   }
+  bytes_ += bytes;
   return table_.Insert(probe);
 }
 
@@ -83,7 +94,7 @@ bool Shard::MakeRoom(int64_t now_us, std::span<const KeyProbe* const> keep, bool
       const Slot& slot = table_.at(index);
       ++sampled;
       if (IsExpired(slot, now_us)) {
-        table_.EraseAt(index);
+        Erase(index);
         ++expired_;
         return true;
       }
@@ -95,21 +106,38 @@ bool Shard::MakeRoom(int64_t now_us, std::span<const KeyProbe* const> keep, bool
     index = index + 1 == capacity ? 0 : index + 1;
   }
   if (!may_evict || best == capacity) return false;
-  table_.EraseAt(best);
+  Erase(best);
   ++evicted_;
   return true;
 }
 
-size_t Shard::Reserve(size_t new_keys, size_t kept_present, int64_t now_us,
-                      std::span<const KeyProbe* const> keep) {
-  const size_t max_entries = options_.max_entries;
+size_t Shard::Reserve(std::span<const size_t> new_key_bytes, size_t kept_present, size_t kept_bytes,
+                      int64_t now_us, std::span<const KeyProbe* const> keep) {
+  // How many of the new keys, from the first, fit beside `entries` entries of `bytes` bytes.
+  auto prefix_that_fits = [&](size_t entries, size_t bytes) {
+    size_t fits = 0;
+    for (const size_t b : new_key_bytes) {
+      if (entries >= options_.max_entries || bytes > options_.max_bytes ||
+          b > options_.max_bytes - bytes) {
+        break;
+      }
+      ++entries;
+      bytes += b;
+      ++fits;
+    }
+    return fits;
+  };
   if (options_.overflow_policy == OverflowPolicy::kEvictSoonestExpiring) {
     // Insert() can evict anything but the kept keys.
-    return kept_present >= max_entries ? 0 : std::min(new_keys, max_entries - kept_present);
+    return prefix_that_fits(kept_present, kept_bytes);
   }
-  while (table_.size() + new_keys > max_entries && MakeRoom(now_us, keep, /*may_evict=*/false)) {
+  size_t wanted_bytes = 0;
+  for (const size_t b : new_key_bytes) wanted_bytes += b;
+  while ((table_.size() + new_key_bytes.size() > options_.max_entries ||
+          bytes_ + wanted_bytes > options_.max_bytes) &&
+         MakeRoom(now_us, keep, /*may_evict=*/false)) {
   }
-  return table_.size() >= max_entries ? 0 : std::min(new_keys, max_entries - table_.size());
+  return prefix_that_fits(table_.size(), bytes_);
 }
 
 Decision Shard::DenyForRoom(const Limit& limit) {
@@ -128,6 +156,7 @@ Decision Shard::DenyForRoom(const Limit& limit) {
 void Shard::AddStats(MemoryStoreStats& stats) {
   ShardLock lock(&mu);
   stats.entries += table_.size();
+  stats.bytes += bytes_;
   stats.expired += expired_;
   stats.evicted += evicted_;
   stats.denied_for_room += denied_for_room_;

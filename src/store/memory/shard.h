@@ -7,10 +7,11 @@
 // reclaiming costs every check a bounded, small amount and never one check the whole shard. All of
 // it is driven by the time the checks pass in, so a ManualClock makes it deterministic.
 //
-// Each shard holds at most its share of max_entries (the shares add up to max_entries). When a new
-// key finds its shard full, the shard samples kEvictionSample entries: an expired one is reclaimed;
-// otherwise kEvictSoonestExpiring evicts the sampled entry that expires soonest and kDenyNewKeys
-// refuses the key.
+// Each shard holds at most its share of max_entries and of max_bytes (the shares add up to the
+// store's bounds; bytes as MemoryStore::EntryBytes() counts them). When a new key finds its shard
+// full, the shard samples kEvictionSample entries: an expired one is reclaimed; otherwise
+// kEvictSoonestExpiring evicts the sampled entry that expires soonest and kDenyNewKeys refuses
+// the key. A long key may need several entries' room; the shard repeats until it fits.
 //
 // Thread safety: every method requires `mu`, except AddStats(), which takes it.
 #ifndef SLUICE_STORE_MEMORY_SHARD_H_
@@ -44,6 +45,7 @@ struct ShardOptions {
   // Seeds the choice of eviction samples.
   uint64_t rng_seed = 0;
   size_t max_entries = 0;
+  size_t max_bytes = 0;
   OverflowPolicy overflow_policy = OverflowPolicy::kEvictSoonestExpiring;
   int64_t sweep_interval_us = 0;
 };
@@ -91,12 +93,13 @@ class alignas(64) Shard {
 
   // Shard::Reserve()
   //
-  // Returns how many of `new_keys` more keys fit (at most `new_keys`): room that exists, that
-  // reclaiming expired entries makes, or (kEvictSoonestExpiring) that eviction will make while
-  // sparing the `keep` keys, `kept_present` of which are stored in this shard. Never evicts;
-  // Insert() does.
-  size_t Reserve(size_t new_keys, size_t kept_present, int64_t now_us,
-                 std::span<const KeyProbe* const> keep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Returns how many of the new keys whose EntryBytes() are `new_key_bytes` fit, counted from the
+  // first: room that exists, that reclaiming expired entries makes, or (kEvictSoonestExpiring)
+  // that eviction will make while sparing the `keep` keys, `kept_present` of which (taking
+  // `kept_bytes`) are stored in this shard. Never evicts; Insert() does.
+  size_t Reserve(std::span<const size_t> new_key_bytes, size_t kept_present, size_t kept_bytes,
+                 int64_t now_us, std::span<const KeyProbe* const> keep)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
   // Shard::DenyForRoom()
   //
@@ -111,6 +114,12 @@ class alignas(64) Shard {
   ShardMutex mu;
 
  private:
+  // Whether an entry of `bytes` more fits without making room.
+  bool Fits(size_t bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return table_.size() < options_.max_entries && bytes_ + bytes <= options_.max_bytes;
+  }
+  // Removes the entry at `index` and stops counting its bytes.
+  void Erase(size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Reclaims one expired entry, or evicts one when `may_evict`, from a sample. Returns whether a
   // slot was freed.
   bool MakeRoom(int64_t now_us, std::span<const KeyProbe* const> keep, bool may_evict)
@@ -124,6 +133,8 @@ class alignas(64) Shard {
   int64_t next_sweep_us_ ABSL_GUARDED_BY(mu);
   size_t sweep_cursor_ ABSL_GUARDED_BY(mu) = 0;
   uint64_t rng_ ABSL_GUARDED_BY(mu);
+  // Bytes of the entries, as MemoryStore::EntryBytes() counts them.
+  size_t bytes_ ABSL_GUARDED_BY(mu) = 0;
   uint64_t expired_ ABSL_GUARDED_BY(mu) = 0;
   uint64_t evicted_ ABSL_GUARDED_BY(mu) = 0;
   uint64_t denied_for_room_ ABSL_GUARDED_BY(mu) = 0;
