@@ -85,6 +85,37 @@ RedisCommand RedisCommand::Pipeline(std::vector<RedisCommand> commands) {
   return out;
 }
 
+RedisCommand RedisCommand::Prefixed(const RedisCommand& first, const RedisCommand& command) {
+  RedisCommand out;
+  if (first.empty() || first.pipeline_ || command.empty()) return out;
+  const size_t total = first.size_ + command.size_;
+  // Allocated with malloc, as hiredis allocates what redisFreeCommand() (free) releases.
+  char* data = static_cast<char*>(std::malloc(total));
+  if (data == nullptr) return out;
+  std::memcpy(data, first.data_.get(), first.size_);
+  std::memcpy(data + first.size_, command.data_.get(), command.size_);
+  out.data_.reset(data);
+  out.size_ = total;
+  out.reply_count_ = 1 + command.reply_count_;
+  out.pipeline_ = true;
+  out.last_offset_ = first.size_ + command.last_offset_;
+  return out;
+}
+
+RedisCommand RedisCommand::Clone() const {
+  RedisCommand out;
+  if (empty()) return out;
+  char* data = static_cast<char*>(std::malloc(size_));
+  if (data == nullptr) return out;  // Out of memory: an empty command, refused by Send().
+  std::memcpy(data, data_.get(), size_);
+  out.data_.reset(data);
+  out.size_ = size_;
+  out.reply_count_ = reply_count_;
+  out.pipeline_ = pipeline_;
+  out.last_offset_ = last_offset_;
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // RedisClient::Impl: the connections, their io_contexts and threads, and the connection state
 // that WaitForConnection() watches.
@@ -113,6 +144,9 @@ absl::Status ValidateOptions(const RedisClientOptions& o) {
     return invalid("io_threads must be in [1, connections]");
   }
   if (o.max_queued_commands < 1) return invalid("max_queued_commands must be positive");
+  if (o.subscribe.empty() == static_cast<bool>(o.on_message)) {
+    return invalid("subscribe and on_message must be given together");
+  }
   return absl::OkStatus();
 }
 
@@ -307,6 +341,9 @@ absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Create(
       .stall_timeout = o.stall_timeout,
       .max_queued_commands = o.max_queued_commands,
       .client_name = o.client_name,
+      .require_primary = o.require_primary,
+      .subscribe = o.subscribe,
+      .on_message = o.on_message,
   };
   auto impl = std::make_shared<Impl>(std::move(config), o.url.Redacted());
   impl->Start(o, std::move(tls_context));

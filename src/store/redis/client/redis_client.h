@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -72,6 +73,20 @@ class RedisCommand {
   // after the write it waits for). Its reply is an array holding each command's reply in order,
   // error replies included. REQUIRES: at least one command, none empty, none itself a pipeline.
   static RedisCommand Pipeline(std::vector<RedisCommand> commands);
+
+  // RedisCommand::Prefixed()
+  //
+  // Returns a pipeline of `first` followed by `command` (every command of it, if it is a
+  // pipeline), written in one piece: ASKING before a command redirected by ASK. Its reply is an
+  // array of `first`'s reply and then `command`'s replies, flattened. REQUIRES: neither empty,
+  // `first` not a pipeline.
+  static RedisCommand Prefixed(const RedisCommand& first, const RedisCommand& command);
+
+  // RedisCommand::Clone()
+  //
+  // Returns a copy of the command (its bytes are copied), for a router that may have to resend
+  // it after the server proved it did not run (MOVED, ASK, TRYAGAIN).
+  RedisCommand Clone() const;
 
   bool empty() const { return size_ == 0; }
   // The RESP bytes (of every command of a pipeline, back to back).
@@ -133,6 +148,21 @@ struct RedisClientOptions {
   // CLIENT SETNAME on connect, for CLIENT LIST; empty sends nothing (an ACL user restricted to the
   // limiter's commands may not be allowed CLIENT). Default: empty.
   std::string client_name = {};
+  // Check on every connect that the server is the primary: ROLE runs after AUTH and SELECT, and a
+  // server whose role is not "master" fails the attempt with Unavailable, retried with backoff as
+  // for a server that is down, so no command reaches a replica through this client. For routers
+  // that learn the primary from someone else (Sentinel). Under ACLs the user needs +role.
+  // Default: false.
+  bool require_primary = false;
+  // Subscriber mode: channels SUBSCRIBEd to as the last step of every connect, so a reconnect
+  // subscribes again. A subscribed connection takes no commands: send nothing on such a client.
+  // Default: empty, a normal client.
+  std::vector<std::string> subscribe = {};
+  // Subscriber mode: called on the I/O thread with each subscription confirmation (["subscribe",
+  // channel, count], once per channel per connect; what was published while disconnected was
+  // missed) and each message (["message", channel, payload]). Must not block.
+  // REQUIRES: set if and only if `subscribe` is not empty.
+  std::function<void(const RedisReply&)> on_message = {};
 };
 
 // Counters of a client, summed over its connections. Read without stopping the client, so values

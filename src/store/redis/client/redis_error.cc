@@ -42,9 +42,8 @@ RedisErrorKind ClassifyReplyError(std::string_view message) {
   if (word == "ASK") return RedisErrorKind::kAsk;
   if (word == "READONLY") return RedisErrorKind::kReadOnly;
   if (word == "LOADING") return RedisErrorKind::kLoading;
-  if (word == "TRYAGAIN" || word == "CLUSTERDOWN" || word == "MASTERDOWN") {
-    return RedisErrorKind::kTryAgain;
-  }
+  if (word == "TRYAGAIN" || word == "MASTERDOWN") return RedisErrorKind::kTryAgain;
+  if (word == "CLUSTERDOWN") return RedisErrorKind::kClusterDown;
   // Redis < 6 answered a wrong password with "ERR invalid password".
   if (word == "ERR" &&
       absl::StrContains(absl::AsciiStrToLower(AbslView(message)), "invalid password")) {
@@ -60,6 +59,35 @@ RedisErrorKind ClassifyReply(const RedisReply& reply) {
   return kind == RedisErrorKind::kNone ? RedisErrorKind::kOther : kind;
 }
 
+std::optional<RedisRedirect> ParseRedirect(std::string_view message) {
+  RedisRedirect redirect;
+  redirect.kind = ClassifyReplyError(message);
+  if (redirect.kind != RedisErrorKind::kMoved && redirect.kind != RedisErrorKind::kAsk) {
+    return std::nullopt;
+  }
+  // "MOVED 3999 127.0.0.1:6381": the word, the slot, the address; nothing after it.
+  std::string_view rest = message.substr(message.find(' ') + 1);
+  const size_t space = rest.find(' ');
+  if (space == std::string_view::npos ||
+      !absl::SimpleAtoi(AbslView(rest.substr(0, space)), &redirect.slot) || redirect.slot < 0 ||
+      redirect.slot >= 16384) {
+    return std::nullopt;
+  }
+  std::string_view address = rest.substr(space + 1);
+  const size_t colon = address.rfind(':');
+  if (colon == std::string_view::npos || address.find(' ') != std::string_view::npos ||
+      !absl::SimpleAtoi(AbslView(address.substr(colon + 1)), &redirect.port) ||
+      redirect.port <= 0 || redirect.port > 65535) {
+    return std::nullopt;
+  }
+  std::string_view host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  redirect.host = std::string(host);
+  return redirect;
+}
+
 bool IsTransientReplyError(RedisErrorKind kind) {
   switch (kind) {
     case RedisErrorKind::kBusy:
@@ -69,6 +97,7 @@ bool IsTransientReplyError(RedisErrorKind kind) {
     case RedisErrorKind::kReadOnly:
     case RedisErrorKind::kLoading:
     case RedisErrorKind::kTryAgain:
+    case RedisErrorKind::kClusterDown:
       return true;
     default:
       return false;

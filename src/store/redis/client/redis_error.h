@@ -20,6 +20,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -41,7 +43,8 @@ enum class RedisErrorKind : uint8_t {
   kAsk,       // ASK slot host:port: the slot is migrating.
   kReadOnly,  // READONLY: we are talking to a replica (failover in progress).
   kLoading,   // LOADING: the server is loading its dataset.
-  kTryAgain,  // TRYAGAIN, CLUSTERDOWN, MASTERDOWN: transient cluster states.
+  kTryAgain,  // TRYAGAIN, MASTERDOWN: transient states (a multi-key command during resharding).
+  kClusterDown,  // CLUSTERDOWN: the cluster cannot serve the slot now (failover, lost coverage).
 };
 
 // ClassifyReplyError()
@@ -70,10 +73,26 @@ inline bool IsRedirect(const RedisReply& r) {
   return kind == RedisErrorKind::kMoved || kind == RedisErrorKind::kAsk;
 }
 
+// A MOVED or ASK error reply, parsed: which node serves the slot now.
+struct RedisRedirect {
+  RedisErrorKind kind = RedisErrorKind::kNone;  // kMoved or kAsk.
+  int slot = 0;
+  // Empty when the server does not know its peer's address ("MOVED 3999 :6380"): the host the
+  // command was sent to.
+  std::string host = {};
+  int port = 0;
+};
+
+// ParseRedirect()
+//
+// Returns the redirect of "MOVED <slot> <host>:<port>" or "ASK <slot> <host>:<port>" (an IPv6
+// host may be bare, "::1:6380", or bracketed); nullopt for any other message or a malformed one.
+std::optional<RedisRedirect> ParseRedirect(std::string_view message);
+
 // IsTransientReplyError()
 //
 // True for error replies that say "the server cannot serve this now" rather than "this command is
-// wrong": BUSY, OOM, LOADING, READONLY, MOVED/ASK (when not followed), TRYAGAIN and friends.
+// wrong": BUSY, OOM, LOADING, READONLY, MOVED/ASK (when not followed), TRYAGAIN, CLUSTERDOWN.
 bool IsTransientReplyError(RedisErrorKind kind);
 
 // ReplyErrorToStatus()

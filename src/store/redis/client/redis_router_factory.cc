@@ -4,6 +4,8 @@
 
 #include "absl/status/status.h"
 
+#include "src/store/redis/client/cluster_client.h"
+
 namespace sluice {
 
 absl::StatusOr<std::shared_ptr<RedisRouter>> CreateRedisRouter(const RedisClientOptions& options) {
@@ -13,8 +15,12 @@ absl::StatusOr<std::shared_ptr<RedisRouter>> CreateRedisRouter(const RedisClient
       if (!client.ok()) return client.status();
       return std::shared_ptr<RedisRouter>(std::shared_ptr<RedisClient>(*std::move(client)));
     }
-    case StoreUrl::Kind::kRedisCluster:
-      return absl::UnimplementedError("redis-cluster:// is not supported yet");
+    case StoreUrl::Kind::kRedisCluster: {
+      absl::StatusOr<std::shared_ptr<ClusterClient>> cluster =
+          ClusterClient::Create({.node = options});
+      if (!cluster.ok()) return cluster.status();
+      return std::shared_ptr<RedisRouter>(*std::move(cluster));
+    }
     case StoreUrl::Kind::kRedisSentinel:
       return absl::UnimplementedError("redis-sentinel:// is not supported yet");
     case StoreUrl::Kind::kMemory:

@@ -31,7 +31,8 @@ TEST(RedisError, ClassifiesReplyErrorsByFirstWord) {
       {"READONLY You can't write against a read only replica.", RedisErrorKind::kReadOnly},
       {"LOADING Redis is loading the dataset in memory", RedisErrorKind::kLoading},
       {"TRYAGAIN Multiple keys request during rehashing of slot", RedisErrorKind::kTryAgain},
-      {"CLUSTERDOWN The cluster is down", RedisErrorKind::kTryAgain},
+      {"CLUSTERDOWN The cluster is down", RedisErrorKind::kClusterDown},
+      {"MASTERDOWN Link with MASTER is down", RedisErrorKind::kTryAgain},
       {"ERR unknown command 'FOO'", RedisErrorKind::kOther},
       {"WRONGTYPE Operation against a key holding the wrong kind of value", RedisErrorKind::kOther},
       {"NOSCRIPTX lookalike", RedisErrorKind::kOther},
@@ -44,6 +45,30 @@ TEST(RedisError, ClassifiesReplyErrorsByFirstWord) {
   EXPECT_TRUE(IsNoScript(RedisReply::Error("NOSCRIPT No matching script")));
   EXPECT_TRUE(IsRedirect(RedisReply::Error("ASK 1 h:1")));
   EXPECT_FALSE(IsNoScript(RedisReply::String("NOSCRIPT")));
+}
+
+TEST(RedisError, ParsesMovedAndAskRedirects) {
+  std::optional<RedisRedirect> moved = ParseRedirect("MOVED 3999 127.0.0.1:6381");
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(moved->kind, RedisErrorKind::kMoved);
+  EXPECT_EQ(moved->slot, 3999);
+  EXPECT_EQ(moved->host, "127.0.0.1");
+  EXPECT_EQ(moved->port, 6381);
+  std::optional<RedisRedirect> ask = ParseRedirect("ASK 0 redis-2.example:7000");
+  ASSERT_TRUE(ask.has_value());
+  EXPECT_EQ(ask->kind, RedisErrorKind::kAsk);
+  EXPECT_EQ(ask->slot, 0);
+  EXPECT_EQ(ask->host, "redis-2.example");
+  EXPECT_EQ(ParseRedirect("MOVED 16383 ::1:7001")->host, "::1");
+  EXPECT_EQ(ParseRedirect("MOVED 16383 [::1]:7001")->host, "::1");
+  // An unknown endpoint: the host the command went to.
+  EXPECT_EQ(ParseRedirect("MOVED 12 :7001")->host, "");
+  EXPECT_EQ(ParseRedirect("MOVED 12 :7001")->port, 7001);
+  for (const char* bad : {"MOVED", "MOVED 12", "MOVED x 127.0.0.1:1", "MOVED 16384 h:1",
+                          "MOVED -1 h:1", "MOVED 1 h", "MOVED 1 h:0", "MOVED 1 h:65536",
+                          "MOVED 1 h:1 extra", "ERR MOVED 1 h:1", "TRYAGAIN 1 h:1"}) {
+    EXPECT_FALSE(ParseRedirect(bad).has_value()) << bad;
+  }
 }
 
 TEST(RedisError, MapsReplyErrorsToCanonicalCodes) {

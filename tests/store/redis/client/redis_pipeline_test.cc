@@ -84,6 +84,31 @@ TEST_F(RedisPipelineTest, RefusesNestedOrEmptyPipelines) {
   EXPECT_TRUE(absl::IsInvalidArgument(client_->SendSync(std::move(refused)).status()));
 }
 
+TEST_F(RedisPipelineTest, PrefixedFlattensAPipelineBehindItsFirstCommand) {
+  RedisCommand prefixed = RedisCommand::Prefixed(RedisCommand::Format({"ECHO", "a"}),
+                                                 Pipeline({{"ECHO", "b"}, {"INCR", "n"}}));
+  EXPECT_EQ(prefixed.reply_count(), 3u);
+  EXPECT_EQ(prefixed.name(), "INCR");
+  absl::StatusOr<RedisReply> reply = client_->SendSync(std::move(prefixed));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->DebugString(), "[\"a\", \"b\", 1]");
+  reply = client_->SendSync(
+      RedisCommand::Prefixed(RedisCommand::Format({"ECHO", "a"}), RedisCommand::Format({"PING"})));
+  EXPECT_EQ(reply->DebugString(), "[\"a\", +PONG]");
+  EXPECT_TRUE(RedisCommand::Prefixed(Pipeline({{"PING"}}), RedisCommand::Format({"PING"})).empty());
+}
+
+TEST_F(RedisPipelineTest, ACloneIsAnIndependentCopy) {
+  RedisCommand original = Pipeline({{"INCR", "n"}, {"GET", "n"}});
+  RedisCommand copy = original.Clone();
+  EXPECT_EQ(copy.resp(), original.resp());
+  EXPECT_EQ(copy.reply_count(), 2u);
+  EXPECT_TRUE(copy.is_pipeline());
+  EXPECT_EQ(client_->SendSync(std::move(original))->DebugString(), "[1, \"1\"]");
+  EXPECT_EQ(client_->SendSync(std::move(copy))->DebugString(), "[2, \"2\"]");
+  EXPECT_TRUE(RedisCommand().Clone().empty());
+}
+
 // Verifies that a pipeline is written in one piece and matched with exactly its own replies while
 // other threads send single commands and pipelines on the same connection: nothing runs between
 // a pipeline's SET and GET of a key every thread writes, and every single command gets its reply.

@@ -1,0 +1,261 @@
+// ClusterClient: refreshing the slot map, on the cluster thread. See cluster_client.h.
+//
+// One refresh at a time: requests made while one runs are folded into one more after it, and
+// refreshes are at least min_refresh_gap apart. A refresh asks the nodes it knows in turn (the
+// current primaries, their replicas, then the URL's seeds) until one answers with a map that
+// serves every slot; failing that, it installs the most complete map it was given.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include <boost/asio/post.hpp>
+
+#include "sluice/clock.h"
+
+#include "src/store/redis/client/cluster_client_internal.h"
+#include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/redis_error.h"
+#include "src/util/strings.h"
+
+namespace sluice {
+namespace {
+
+ClusterTimePoint Now() { return Clock::Real().Now(); }
+
+void AddUnique(std::vector<StoreUrl::Node>& nodes, const StoreUrl::Node& node) {
+  if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+}
+
+}  // namespace
+
+std::string ClusterNodeKey(const StoreUrl::Node& node) {
+  return node.host.find(':') == std::string::npos ? absl::StrCat(node.host, ":", node.port)
+                                                  : absl::StrCat("[", node.host, "]:", node.port);
+}
+
+void ClusterClient::Impl::RequestRefresh() {
+  if (closing_fast_.load(std::memory_order_relaxed)) return;
+  if (refresh_posted_.exchange(true, std::memory_order_acq_rel)) return;  // Already asked.
+  boost::asio::post(io_, [this] {
+    refresh_posted_.store(false, std::memory_order_release);
+    MaybeRefresh();
+  });
+}
+
+void ClusterClient::Impl::ArmPeriodicRefresh() {
+  periodic_timer_.expires_after(options_.refresh_interval);
+  periodic_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || closing_fast_.load(std::memory_order_relaxed)) return;
+    SweepRetired();
+    MaybeRefresh();
+    ArmPeriodicRefresh();
+  });
+}
+
+void ClusterClient::Impl::MaybeRefresh() {
+  if (closing_fast_.load(std::memory_order_relaxed)) return;
+  if (refreshing_) {
+    refresh_again_ = true;
+    return;
+  }
+  const ClusterTimePoint earliest = last_refresh_end_ + options_.min_refresh_gap;
+  if (last_refresh_end_ != ClusterTimePoint{} && Now() < earliest) {
+    if (!gap_timer_armed_) {
+      gap_timer_armed_ = true;
+      gap_timer_.expires_at(earliest);
+      gap_timer_.async_wait([this](const boost::system::error_code& ec) {
+        gap_timer_armed_ = false;
+        if (!ec) MaybeRefresh();
+      });
+    }
+    return;
+  }
+  StartRefresh();
+}
+
+void ClusterClient::Impl::StartRefresh() {
+  refreshing_ = true;
+  refresh_again_ = false;
+  best_map_.reset();
+  refresh_error_ = absl::OkStatus();
+  candidates_.clear();
+  next_candidate_ = 0;
+  if (std::shared_ptr<const ClusterRouting> routing = Snapshot(); routing != nullptr) {
+    for (const StoreUrl::Node& node : routing->candidates) AddUnique(candidates_, node);
+  }
+  for (const StoreUrl::Node& seed : url_.nodes) AddUnique(candidates_, seed);
+  TryNextCandidate();
+}
+
+void ClusterClient::Impl::TryNextCandidate() {
+  asked_client_.reset();  // On this thread: a client made for the purpose ends here.
+  if (next_candidate_ >= candidates_.size()) {
+    FinishRefresh();
+    return;
+  }
+  const StoreUrl::Node node = candidates_[next_candidate_++];
+  {
+    internal::MutexLock lock(&mu_);
+    auto it = clients_.find(ClusterNodeKey(node));
+    if (it != clients_.end()) asked_client_ = it->second;
+  }
+  if (asked_client_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<RedisClient>> made = RedisClient::Create(NodeOptions(node));
+    if (!made.ok()) {
+      refresh_error_ = made.status();
+      TryNextCandidate();
+      return;
+    }
+    asked_client_ = *std::move(made);
+  }
+  AskForMap(node);
+}
+
+void ClusterClient::Impl::AskForMap(const StoreUrl::Node& node) {
+  const bool slots_command = use_cluster_slots_;
+  // A new client connects first: give the query the connect timeout too.
+  const std::chrono::milliseconds timeout =
+      options_.node.connect_timeout + options_.node.command_timeout;
+  asked_client_->Send(
+      slots_command ? RedisCommand::Format({"CLUSTER", "SLOTS"})
+                    : RedisCommand::Format({"CLUSTER", "SHARDS"}),
+      timeout,
+      [weak = weak_from_this(), node, slots_command](absl::StatusOr<RedisReply> reply) mutable {
+        std::shared_ptr<Impl> self = weak.lock();
+        if (self == nullptr) return;
+        // Handled on the cluster thread, which keeps the Impl alive; a handler that never runs
+        // (the client closing) holds nothing but a pointer.
+        boost::asio::post(self->io_, [impl = self.get(), node = std::move(node), slots_command,
+                                      reply = std::move(reply)]() mutable {
+          impl->OnMapReply(node, slots_command, std::move(reply));
+        });
+      });
+}
+
+void ClusterClient::Impl::OnMapReply(const StoreUrl::Node& node, bool slots_command,
+                                     absl::StatusOr<RedisReply> reply) {
+  if (closing_fast_.load(std::memory_order_relaxed)) {
+    refreshing_ = false;
+    asked_client_.reset();
+    return;
+  }
+  if (!reply.ok()) {
+    refresh_error_ = reply.status();
+    TryNextCandidate();
+    return;
+  }
+  if (reply->is_error()) {
+    if (!slots_command &&
+        absl::StrContains(absl::AsciiStrToLower(internal::AbslView(reply->str())),
+                          "unknown subcommand")) {
+      // Redis before 7 has no CLUSTER SHARDS: ask the same node with CLUSTER SLOTS, from now on.
+      use_cluster_slots_ = true;
+      AskForMap(node);
+      return;
+    }
+    refresh_error_ = ReplyErrorToStatus(slots_command ? "CLUSTER SLOTS" : "CLUSTER SHARDS", *reply);
+    TryNextCandidate();
+    return;
+  }
+  absl::StatusOr<ClusterMap> map = slots_command
+                                       ? ParseClusterSlots(*reply, node.host)
+                                       : ParseClusterShards(*reply, node.host, url_.tls);
+  if (!map.ok()) {
+    refresh_error_ = map.status();
+    TryNextCandidate();
+    return;
+  }
+  const int covered = map->CoveredSlots();
+  if (covered == kClusterSlots) {
+    best_map_ = *std::move(map);
+    next_candidate_ = candidates_.size();  // Complete: no need to ask anyone else.
+  } else if (!best_map_.has_value() || covered > best_map_->CoveredSlots()) {
+    // A node that sees slots unserved (a failover under way); another may know better.
+    best_map_ = *std::move(map);
+  }
+  TryNextCandidate();
+}
+
+void ClusterClient::Impl::FinishRefresh() {
+  asked_client_.reset();
+  if (best_map_.has_value()) {
+    Install(*best_map_);
+    best_map_.reset();
+  } else {
+    refresh_failures_.fetch_add(1, std::memory_order_relaxed);
+    {
+      internal::MutexLock lock(&mu_);
+      last_error_ = absl::UnavailableError(absl::StrCat(
+          "redis cluster ", url_.Redacted(), ": no node answered with a slot map",
+          refresh_error_.ok() ? "" : ": ", refresh_error_.message()));
+    }
+    changed_.notify_all();
+  }
+  refreshing_ = false;
+  last_refresh_end_ = Now();
+  SweepRetired();
+  if (refresh_again_) MaybeRefresh();
+}
+
+void ClusterClient::Impl::Install(const ClusterMap& map) {
+  absl::StatusOr<std::vector<int16_t>> table = ClusterSlotTable(map);
+  if (!table.ok()) return;  // The parsers have checked this already.
+  auto routing = std::make_shared<ClusterRouting>();
+  routing->slot_owner = *std::move(table);
+  {
+    internal::MutexLock lock(&mu_);
+    if (closing_) return;
+    std::map<std::string, std::shared_ptr<RedisClient>> next;
+    absl::Status error;
+    for (const ClusterShard& shard : map.shards) {
+      const std::string key = ClusterNodeKey(shard.primary);
+      std::shared_ptr<RedisClient> client;
+      if (auto it = clients_.find(key); it != clients_.end()) {
+        client = it->second;
+      } else if (absl::StatusOr<std::unique_ptr<RedisClient>> made =
+                     RedisClient::Create(NodeOptions(shard.primary));
+                 made.ok()) {
+        client = *std::move(made);
+      } else {
+        error = made.status();
+      }
+      if (client != nullptr) next.emplace(key, client);
+      routing->primaries.push_back(std::move(client));
+      routing->addresses.push_back(shard.primary);
+      AddUnique(routing->candidates, shard.primary);
+    }
+    for (const ClusterShard& shard : map.shards) {
+      for (const StoreUrl::Node& replica : shard.replicas) AddUnique(routing->candidates, replica);
+    }
+    for (int16_t owner : routing->slot_owner) {
+      if (owner >= 0 && routing->primaries[static_cast<size_t>(owner)] != nullptr) {
+        ++routing->covered_slots;
+      }
+    }
+    routing->complete = routing->covered_slots == kClusterSlots;
+    // Clients of nodes that are no longer primaries (failed over, or only reached by a redirect)
+    // are destroyed on this thread once nothing else holds them (SweepRetired()).
+    for (auto& [key, client] : clients_) {
+      if (next.count(key) == 0) retired_.push_back(std::move(client));
+    }
+    clients_ = std::move(next);
+    routing_ = std::move(routing);
+    last_error_ = error;
+  }
+  refreshes_.fetch_add(1, std::memory_order_relaxed);
+  changed_.notify_all();
+}
+
+void ClusterClient::Impl::SweepRetired() {
+  // A retired client held only here can no longer be reached by any other thread (neither the
+  // map nor clients_ has it), so destroying it here, off every I/O thread, is safe.
+  retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
+                                [](const std::shared_ptr<RedisClient>& client) {
+                                  return client.use_count() == 1;
+                                }),
+                 retired_.end());
+}
+
+}  // namespace sluice
