@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
+#include "src/server/descriptor_key.h"
 #include "src/util/strings.h"
 
 namespace sluice::server {
@@ -61,32 +62,6 @@ absl::StatusOr<RateLimitUnit> OverrideUnit(int unit) {
     default:
       return absl::InvalidArgumentError(absl::StrCat("limit.unit: unknown unit ", unit));
   }
-}
-
-// Appends `s` with '\', '|' and '=' escaped, so that joined components can never collide.
-void AppendEscaped(std::string& out, std::string_view s) {
-  for (char c : s) {
-    if (c == '\\' || c == '|' || c == '=') out.push_back('\\');
-    out.push_back(c);
-  }
-}
-
-// The store key of one limit: domain, counter entries, and the limit's algorithm and period (a
-// changed quota keeps its counter, as a raised limit should take effect mid-window; a changed
-// algorithm or period starts a new one, since the old state means something else).
-std::string StoreKey(std::string_view domain, absl::Span<const DescriptorEntry> entries,
-                     const Limit& limit) {
-  std::string key;
-  AppendEscaped(key, domain);
-  for (const DescriptorEntry& e : entries) {
-    key.push_back('|');
-    AppendEscaped(key, e.key);
-    key.push_back('=');
-    AppendEscaped(key, e.value);
-  }
-  absl::StrAppend(&key, "|", internal::AbslView(AlgorithmName(limit.algorithm)), "/",
-                  limit.period.count() / 1000);
-  return key;
 }
 
 int64_t CeilSeconds(std::chrono::microseconds d) {
