@@ -185,6 +185,8 @@ class ScriptRunnerDurabilityTest : public ScriptRunnerTest {
   void SetUp() override {
     ScriptRunnerTest::SetUp();
     if (HasFatalFailure()) return;
+    // Redis 7 waits 5 s for more replicas before a diskless full sync; one is all there is.
+    ASSERT_TRUE(server_->Command({"CONFIG", "SET", "repl-diskless-sync-delay", "0"}).ok());
     absl::StatusOr<std::unique_ptr<RedisServer>> replica = RedisServer::Start(
         {.config = {{"replicaof", absl::StrCat("127.0.0.1 ", server_->port())}}});
     ASSERT_TRUE(replica.ok()) << replica.status();
