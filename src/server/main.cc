@@ -18,6 +18,7 @@
 
 #include "sluice/config.h"
 #include "sluice/failure_policy.h"
+#include "sluice/memory_store.h"
 
 #include "src/server/config_watcher.h"
 #include "src/server/grpc_server.h"
@@ -43,6 +44,7 @@ struct Flags {
   bool response_headers = false;
   bool shadow_mode = false;
   size_t local_cache_entries = 0;
+  size_t memory_store_max_bytes = MemoryStoreOptions{}.max_bytes;
   int http_threads = 2;
   int config_poll_ms = 1000;
   int drain_ms = 2000;
@@ -91,7 +93,8 @@ int Run(const Flags& flags) {
     return 2;
   }
   absl::StatusOr<StoreHandles> stores = MakeStore(
-      flags.store, FailurePolicy{.mode = *mode, .expected_instances = flags.expected_instances});
+      flags.store, FailurePolicy{.mode = *mode, .expected_instances = flags.expected_instances},
+      MemoryStoreOptions{.max_bytes = flags.memory_store_max_bytes});
   if (!stores.ok()) {
     spdlog::error("--store: {}", internal::StdView(stores.status().message()));
     return 2;
@@ -196,6 +199,11 @@ int Main(int argc, char** argv) {
   app.add_flag("--shadow-mode", flags.shadow_mode, "Never deny; count what would be denied");
   app.add_option("--local-cache-entries", flags.local_cache_entries,
                  "Over-limit cache size (0 = off)")
+      ->capture_default_str();
+  app.add_option("--memory-store-max-bytes", flags.memory_store_max_bytes,
+                 "--store memory: bound on the bytes its entries take (keys and slots); new keys "
+                 "beyond it evict the soonest-expiring ones")
+      ->envname("SLUICE_MEMORY_STORE_MAX_BYTES")
       ->capture_default_str();
   app.add_option("--http-threads", flags.http_threads, "HTTP I/O threads")->capture_default_str();
   app.add_option("--config-poll-ms", flags.config_poll_ms, "How often to check the config files")

@@ -9,16 +9,20 @@
 
 namespace sluice::server {
 
-absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const FailurePolicy& policy) {
+absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const FailurePolicy& policy,
+                                       const MemoryStoreOptions& memory) {
   absl::StatusOr<StoreUrl> parsed = ParseStoreUrl(url);
   if (!parsed.ok()) return parsed.status();
   std::unique_ptr<Store> store;
   std::string description;
   if (parsed->kind == StoreUrl::Kind::kMemory) {
-    absl::StatusOr<std::unique_ptr<MemoryStore>> memory = MemoryStore::Create({});
-    if (!memory.ok()) return memory.status();
-    store = *std::move(memory);
-    description = "memory (per-instance limits)";
+    MemoryStoreOptions options = memory;
+    options.clock = nullptr;
+    absl::StatusOr<std::unique_ptr<MemoryStore>> made = MemoryStore::Create(options);
+    if (!made.ok()) return made.status();
+    store = *std::move(made);
+    description = absl::StrCat("memory (per-instance limits, at most ", options.max_entries,
+                               " entries and ", options.max_bytes, " bytes)");
   } else {
     absl::StatusOr<std::unique_ptr<RedisStore>> redis =
         RedisStore::Create(RedisStoreOptions{.url = std::string(url)});

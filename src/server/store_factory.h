@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 
 #include "sluice/failure_policy.h"
+#include "sluice/memory_store.h"
 #include "sluice/store.h"
 
 namespace sluice::server {
@@ -23,8 +24,10 @@ struct StoreHandles {
 };
 
 // Returns the store for `url` ("memory", "redis://...", "rediss://..."), or InvalidArgument for a
-// bad URL / Unavailable when the store cannot be set up.
-absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const FailurePolicy& policy);
+// bad URL or memory option / Unavailable when the store cannot be set up. `memory` configures the
+// memory store (its clock is ignored).
+absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const FailurePolicy& policy,
+                                       const MemoryStoreOptions& memory = {});
 
 }  // namespace sluice::server
 
