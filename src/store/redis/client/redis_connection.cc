@@ -162,8 +162,9 @@ void RedisConnection::OnConnected(uint64_t epoch, const boost::system::error_cod
       });
 }
 
-// Pipelines AUTH, SELECT and CLIENT SETNAME (or a PING when there is nothing to set up, to prove
-// the server answers) in one write; the connection is ready when the last reply arrives.
+// Pipelines AUTH, SELECT, CLIENT SETNAME, ROLE (require_primary) and SUBSCRIBE (subscriber mode)
+// in one write, or a PING when there is nothing to set up, to prove the server answers; the
+// connection is ready when the last reply arrives.
 void RedisConnection::StartHandshake(uint64_t epoch) {
   std::string password = config_.url.password;
   if (!config_.url.password_file.empty()) {
@@ -187,6 +188,11 @@ void RedisConnection::StartHandshake(uint64_t epoch) {
   if (!config_.client_name.empty()) {
     steps.emplace_back("CLIENT SETNAME",
                        RedisCommand::Format({"CLIENT", "SETNAME", config_.client_name}));
+  }
+  if (config_.require_primary) steps.emplace_back("ROLE", RedisCommand::Format({"ROLE"}));
+  // Last: once subscribed, the server accepts nothing but (un)subscriptions and PING.
+  for (const std::string& channel : config_.subscribe) {
+    steps.emplace_back("SUBSCRIBE", RedisCommand::Format({"SUBSCRIBE", channel}));
   }
   if (steps.empty()) steps.emplace_back("PING", RedisCommand::Format({"PING"}));
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -233,7 +239,30 @@ void RedisConnection::OnHandshakeReply(uint64_t epoch, std::string_view step, bo
           absl::StrCat(prefix, "SELECT ", config_.url.db, " failed: ", text)));
       return;
     }
+    if (step == "ROLE" || step == "SUBSCRIBE") {
+      // Without ROLE a replica cannot be told from the primary; without SUBSCRIBE nothing is
+      // heard. An ACL that refuses them needs fixing, so NOPERM is final like a bad password.
+      const std::string why = absl::StrCat(prefix, AbslView(step), " failed: ", text);
+      FailConnection(IsAuthError(*reply) ? absl::PermissionDeniedError(why)
+                                         : absl::UnavailableError(why));
+      return;
+    }
     // CLIENT SETNAME or PING refused by an ACL (NOPERM) still proves the server answers.
+  } else if (step == "ROLE") {
+    // ROLE's first element is "master", "slave" or "sentinel". Anything but a primary would
+    // answer writes with READONLY (or not know them): this server is not the one to use, and
+    // the attempt fails as a transient error, retried with backoff, as a failover may be under
+    // way.
+    const std::string role =
+        reply->is_array() && !reply->elements().empty() ? reply->elements()[0].str() : "";
+    if (role != "master") {
+      FailConnection(absl::UnavailableError(absl::StrCat(
+          "redis ", config_.endpoint, ": ROLE says ", role.empty() ? reply->DebugString() : role,
+          ", not master: not the primary")));
+      return;
+    }
+  } else if (step == "SUBSCRIBE" && config_.on_message) {
+    config_.on_message(*reply);  // The confirmation: a (re)subscription, messages may be missed.
   }
   if (last) BecomeReady();
 }

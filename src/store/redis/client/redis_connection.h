@@ -28,6 +28,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +67,12 @@ struct ConnectionConfig {
   size_t max_queued_commands = 0;
   std::string client_name;
   boost::asio::ssl::context* tls_context = nullptr;  // Set for rediss://.
+  // RedisClientOptions::require_primary: ROLE is a handshake step and must say "master".
+  bool require_primary = false;
+  // RedisClientOptions::subscribe and on_message: SUBSCRIBE is the last handshake step, and
+  // messages go to on_message instead of the FIFO of commands.
+  std::vector<std::string> subscribe = {};
+  std::function<void(const RedisReply&)> on_message = {};
   // Throttles the connections' log lines (lost, cannot connect, connected again), at most four a
   // second for the client. Shared, so a copy of the config shares it too.
   std::shared_ptr<LogThrottle> connection_log = std::make_shared<LogThrottle>(

@@ -24,6 +24,14 @@ void Bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
   counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
+// A RESP2 pub/sub message: ["message", channel, payload] or ["pmessage", pattern, channel,
+// payload]. On a subscribed connection no command reply has this shape.
+bool IsPublishedMessage(const RedisReply& reply) {
+  if (!reply.is_array() || reply.elements().size() < 3) return false;
+  const std::string& kind = reply.elements()[0].str();
+  return kind == "message" || kind == "pmessage";
+}
+
 }  // namespace
 
 void RedisConnection::Submit(RedisCommand command, std::chrono::milliseconds timeout,
@@ -172,6 +180,12 @@ void RedisConnection::OnRead(uint64_t epoch, const boost::system::error_code& ec
       return;
     }
     if (!next->has_value()) break;
+    if (config_.on_message && IsPublishedMessage(**next)) {
+      // Subscriber mode: a message published to a channel, not a reply to any command.
+      Bump(replies_);
+      config_.on_message(**next);
+      continue;
+    }
     if (inflight_.empty()) {
       FailConnection(absl::InternalError(
           absl::StrCat("redis ", config_.endpoint, ": a reply arrived with no command waiting")));
