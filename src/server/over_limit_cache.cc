@@ -1,17 +1,53 @@
 #include "src/server/over_limit_cache.h"
 
+#include <iterator>
+
 namespace sluice::server {
 
 void OverLimitCache::Add(absl::string_view key, int64_t limit, int64_t cost,
                          std::chrono::steady_clock::time_point now,
                          std::chrono::microseconds retry_after) {
   if (retry_after <= std::chrono::microseconds::zero() || max_entries_ == 0) return;
+  const size_t bytes = EntryBytes(key);
+  if (bytes > max_bytes_) return;
   internal::MutexLock lock(&mu_);
-  if (entries_.size() >= max_entries_ && !entries_.contains(key)) {
-    absl::erase_if(entries_, [now](const auto& kv) { return kv.second.until <= now; });
-    if (entries_.size() >= max_entries_) return;
+  const Entry entry{.until = now + retry_after, .limit = limit, .cost = cost};
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    it->second = entry;
+    return;
   }
-  entries_[key] = Entry{.until = now + retry_after, .limit = limit, .cost = cost};
+  auto full = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return entries_.size() >= max_entries_ || bytes_ + bytes > max_bytes_;
+  };
+  if (full()) {
+    // Sweeping is O(entries): a cache full of live entries is swept at most every
+    // kFullSweepInterval, and new entries are dropped in between.
+    if (now < next_full_sweep_) return;
+    next_full_sweep_ = now + kFullSweepInterval;
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      auto next = std::next(it);
+      if (it->second.until <= now) Erase(it);
+      it = next;
+    }
+    if (full()) return;
+  }
+  entries_.emplace(key, entry);
+  bytes_ += bytes;
+}
+
+void OverLimitCache::Erase(absl::flat_hash_map<std::string, Entry>::iterator it) {
+  bytes_ -= EntryBytes(it->first);
+  entries_.erase(it);
+}
+
+size_t OverLimitCache::entries() const {
+  internal::MutexLock lock(&mu_);
+  return entries_.size();
+}
+
+size_t OverLimitCache::bytes() const {
+  internal::MutexLock lock(&mu_);
+  return bytes_;
 }
 
 bool OverLimitCache::IsOver(absl::string_view key, int64_t limit, int64_t cost,
@@ -20,7 +56,7 @@ bool OverLimitCache::IsOver(absl::string_view key, int64_t limit, int64_t cost,
   auto it = entries_.find(key);
   if (it == entries_.end()) return false;
   if (it->second.until <= now) {
-    entries_.erase(it);
+    Erase(it);
     return false;
   }
   // A smaller cost or a changed quota might pass: only the same or a larger request is known over.

@@ -5,9 +5,11 @@
 // A denial says the same request cannot pass for `retry_after`, whatever other instances do (they
 // can only add usage), so the entry is exact, not approximate: it lives for retry_after measured on
 // the local monotonic clock, and only answers requests of at least the denied cost. The trade-off
-// is memory (bounded by `max_entries`; when full, new entries are dropped after expired ones are
-// swept) and that a limit raised by a config reload is seen only when the entry expires — entries
-// are keyed by the store key, which includes the limit's algorithm and period but not its quota.
+// is memory (bounded by `max_entries` and by `max_bytes`, each entry counting its key's length
+// plus kEntryOverheadBytes; when full, new entries are dropped after expired ones are swept, at
+// most once per kFullSweepInterval so a cache full of live entries costs an Add() nothing) and
+// that a limit raised by a config reload is seen only when the entry expires — entries are keyed
+// by the store key, which includes the limit's algorithm and period but not its quota.
 //
 // Thread safety: thread-safe.
 #ifndef SLUICE_SERVER_OVER_LIMIT_CACHE_H_
@@ -27,7 +29,16 @@ namespace sluice::server {
 
 class OverLimitCache {
  public:
-  explicit OverLimitCache(size_t max_entries) : max_entries_(max_entries) {}
+  // What an entry costs besides its key's bytes: the hash map's slot (a std::string, the entry,
+  // a control byte) at its lowest load factor, and the key's malloc header. Approximate.
+  static constexpr size_t kEntryOverheadBytes = 128;
+  // Default bound on bytes: 64 MiB, about 300,000 entries of 100-byte keys.
+  static constexpr size_t kDefaultMaxBytes = size_t{64} << 20;
+  // A full cache looks for expired entries at most this often.
+  static constexpr std::chrono::milliseconds kFullSweepInterval{100};
+
+  explicit OverLimitCache(size_t max_entries, size_t max_bytes = kDefaultMaxBytes)
+      : max_entries_(max_entries), max_bytes_(max_bytes) {}
 
   // Records that `cost` units on `key` were denied at `now` and cannot pass for `retry_after`.
   void Add(absl::string_view key, int64_t limit, int64_t cost,
@@ -37,15 +48,27 @@ class OverLimitCache {
   bool IsOver(absl::string_view key, int64_t limit, int64_t cost,
               std::chrono::steady_clock::time_point now);
 
+  // Entries held, and the bytes counted against max_bytes.
+  size_t entries() const;
+  size_t bytes() const;
+
+  static size_t EntryBytes(absl::string_view key) { return key.size() + kEntryOverheadBytes; }
+
  private:
   struct Entry {
     std::chrono::steady_clock::time_point until;
     int64_t limit;
     int64_t cost;
   };
+  void Erase(absl::flat_hash_map<std::string, Entry>::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const size_t max_entries_;
-  internal::Mutex mu_;
+  const size_t max_bytes_;
+  mutable internal::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point next_full_sweep_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::server
