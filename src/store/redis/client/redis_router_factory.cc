@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 
 #include "src/store/redis/client/cluster_client.h"
+#include "src/store/redis/client/sentinel_client.h"
 
 namespace sluice {
 
@@ -21,8 +22,12 @@ absl::StatusOr<std::shared_ptr<RedisRouter>> CreateRedisRouter(const RedisClient
       if (!cluster.ok()) return cluster.status();
       return std::shared_ptr<RedisRouter>(*std::move(cluster));
     }
-    case StoreUrl::Kind::kRedisSentinel:
-      return absl::UnimplementedError("redis-sentinel:// is not supported yet");
+    case StoreUrl::Kind::kRedisSentinel: {
+      absl::StatusOr<std::shared_ptr<SentinelClient>> sentinel =
+          SentinelClient::Create({.node = options});
+      if (!sentinel.ok()) return sentinel.status();
+      return std::shared_ptr<RedisRouter>(*std::move(sentinel));
+    }
     case StoreUrl::Kind::kMemory:
       break;
   }
