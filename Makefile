@@ -3,6 +3,8 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# ccache, when installed, makes rebuilds (and the install tests' consumer builds) cheap.
+LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps configure build run test sanitize asan tsan fuzz bench format tidy clean
@@ -13,12 +15,14 @@ deps:
 	@bash scripts/install-deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(LAUNCHER) $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j$(JOBS) -- --no-print-directory
 
-run: build
+# Builds sluiced and the libraries it links, nothing else (no tests, benchmarks or examples).
+run: configure
+	@cmake --build $(BUILD_DIR) -j$(JOBS) --target sluiced -- --no-print-directory
 	@bash scripts/run-sluiced.sh $(BUILD_DIR)
 
 test: build
