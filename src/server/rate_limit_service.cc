@@ -290,13 +290,9 @@ void RateLimitService::ShouldRateLimit(const RateLimitRequest& request, Callback
   // all or nothing, and only peeked at when every quota-mode descriptor turned out over, so that a
   // rejected request still consumes none of them.
   const bool quota_first = !call->quota_slots.empty();
-  const bool enforce = !call->enforced_checks.empty();
-  const int calls = (quota_first || enforce ? 1 : 0) + (call->shadow_checks.empty() ? 0 : 1);
-  if (calls == 0) {
-    Finish(call);
-    return;
-  }
-  call->pending.store(calls);
+  // Two completions at most: the enforced path (DecideEnforced() completes exactly once, even with
+  // no enforced check) and the shadow call. Finish() runs after the last of them.
+  call->pending.store(1 + (call->shadow_checks.empty() ? 0 : 1));
   if (!call->shadow_checks.empty()) {
     store_.CheckAllAsync(call->shadow_checks, [this, call](absl::StatusOr<MultiDecision> r) {
       Record(*call, call->shadow_slots, std::move(r));
@@ -419,6 +415,12 @@ void RateLimitService::Finish(const std::shared_ptr<Call>& call) {
       d = Decision{.allowed = false, .limit = s.limit->Capacity(), .remaining = 0};
     } else if (s.decision.has_value()) {
       d = *s.decision;
+      // A check with 0 hits (Envoy's "check now, debit later") passes in the store, which records
+      // nothing; it is over once nothing remains, or it could never deny.
+      if (s.cost == 0 && d.allowed && d.remaining <= 0) {
+        d.allowed = false;
+        d.retry_after = d.reset_after;
+      }
     } else {
       continue;
     }
@@ -441,7 +443,8 @@ void RateLimitService::Finish(const std::shared_ptr<Call>& call) {
       if (!quota_over) continue;
     } else {
       normal_over = true;
-      if (over_limit_cache_ != nullptr && s.limit.has_value() && !s.cached_over) {
+      // Not for a 0-hit check: the cache answers requests of at least the denied cost.
+      if (over_limit_cache_ != nullptr && s.limit.has_value() && !s.cached_over && s.cost > 0) {
         over_limit_cache_->Add(s.key, s.limit->limit, s.cost, now, d.retry_after);
       }
     }

@@ -402,6 +402,32 @@ TEST_F(RateLimitServiceTest, DescriptorHitsAddendWinsEvenWhenZero) {
   EXPECT_EQ(r->statuses(0).limit_remaining(), 1u);
 }
 
+// Verifies Envoy's "check with 0, debit later" pattern: a check with hits_addend 0 records
+// nothing, and is OVER_LIMIT once the limit is exhausted.
+TEST_F(RateLimitServiceTest, CheckWithZeroHitsIsOverLimitOnceExhausted) {
+  constexpr const char* kCheck = R"pb(
+    domain: "edge"
+    descriptors {
+      entries { key: "remote_address" value: "10.0.0.8" }
+      hits_addend { value: 0 }
+    })pb";
+  constexpr const char* kDebit = R"pb(
+    domain: "edge"
+    descriptors { entries { key: "remote_address" value: "10.0.0.8" } })pb";
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<RateLimitResponse> r = Call(kCheck);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->overall_code(), RateLimitResponse::OK) << i;
+    EXPECT_EQ(r->statuses(0).limit_remaining(), static_cast<uint32_t>(3 - i));
+    ASSERT_TRUE(Call(kDebit).ok());
+  }
+  absl::StatusOr<RateLimitResponse> r = Call(kCheck);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(0).limit_remaining(), 0u);
+}
+
 TEST_F(RateLimitServiceTest, ReplacesDropsTheReplacedLimit) {
   constexpr const char* kTenant = R"pb(
     domain: "edge"
