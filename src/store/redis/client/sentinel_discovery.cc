@@ -71,16 +71,16 @@ absl::Status SentinelClient::Impl::Start() {
     RedisClientOptions query = SentinelOptions(node);
     absl::StatusOr<std::unique_ptr<RedisClient>> made = RedisClient::Create(query);
     if (!made.ok()) {
-      return absl::Status(made.status().code(), absl::StrCat("sentinel ", internal::NodeName(node),
-                                                             ": ", made.status().message()));
+      return {made.status().code(),
+              absl::StrCat("sentinel ", internal::NodeName(node), ": ", made.status().message())};
     }
     queries_.push_back(*std::move(made));
     RedisClientOptions subscriber = std::move(query);
     subscriber.subscribe = {std::string(kSwitchMaster)};
-    subscriber.on_message = [weak, first = std::make_shared<std::atomic<bool>>(true)](
-                                const RedisReply& message) {
-      if (std::shared_ptr<Impl> self = weak.lock()) self->OnSentinelMessage(message, *first);
-    };
+    subscriber.on_message =
+        [weak, first = std::make_shared<std::atomic<bool>>(true)](const RedisReply& message) {
+          if (std::shared_ptr<Impl> self = weak.lock()) self->OnSentinelMessage(message, *first);
+        };
     made = RedisClient::Create(subscriber);
     if (!made.ok()) return made.status();
     subscribers_.push_back(*std::move(made));
