@@ -286,6 +286,12 @@ void RedisCluster::Kill(int port) {
   dead_.insert(port);
 }
 
+absl::Status RedisCluster::Restart(int port) {
+  absl::Status restarted = Node(port).Restart();
+  if (restarted.ok()) dead_.erase(port);
+  return restarted;
+}
+
 absl::Status RedisCluster::CheckHealthy() const {
   std::set<std::string> live_ids;
   for (const auto& node : nodes_) {

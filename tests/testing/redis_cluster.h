@@ -103,6 +103,12 @@ class RedisCluster {
   // SIGKILLs the node on `port` and remembers it as dead (it is left out of health checks).
   void Kill(int port);
 
+  // RedisCluster::Restart()
+  //
+  // Starts the killed node on `port` again, with its cluster state (nodes.conf): it rejoins the
+  // cluster, as a replica if its slots were failed over meanwhile. Returns the launch error.
+  absl::Status Restart(int port);
+
   // RedisCluster::WaitUntilHealthy()
   //
   // Waits until every live node says cluster_state:ok with all 16384 slots assigned, all live

@@ -86,6 +86,24 @@ void ClusterClient::Impl::StartRefresh() {
     for (const StoreUrl::Node& node : routing->candidates) AddUnique(candidates_, node);
   }
   for (const StoreUrl::Node& seed : url_.nodes) AddUnique(candidates_, seed);
+  // Nodes with a ready connection first: a dead primary's client would make the query wait for a
+  // connection attempt (up to connect_timeout where a host black-holes packets).
+  std::vector<bool> ready(candidates_.size(), false);
+  {
+    internal::MutexLock lock(&mu_);
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      auto it = clients_.find(ClusterNodeKey(candidates_[i]));
+      ready[i] = it != clients_.end() && it->second->Stats().connections_ready > 0;
+    }
+  }
+  std::vector<StoreUrl::Node> ordered;
+  ordered.reserve(candidates_.size());
+  for (const bool want : {true, false}) {
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      if (ready[i] == want) ordered.push_back(candidates_[i]);
+    }
+  }
+  candidates_ = std::move(ordered);
   TryNextCandidate();
 }
 
