@@ -268,6 +268,22 @@ RedisServer& RedisSentinel::Server(int port) {
 
 void RedisSentinel::KillPrimary() { Server(primary_port_).Kill(); }
 
+absl::Status RedisSentinel::DetachReplica() {
+  // First the replica, so that it cannot reconnect: its AUTH to the primary now fails, with or
+  // without a password on the primary.
+  absl::StatusOr<std::string> set =
+      Server(replica_port()).Command({"CONFIG", "SET", "masterauth", "detached-by-the-test"});
+  if (!set.ok()) return set.status();
+  if (*set != "OK") return absl::UnavailableError(absl::StrCat("CONFIG SET masterauth: ", *set));
+  absl::StatusOr<std::string> killed =
+      Server(primary_port_).Command({"CLIENT", "KILL", "TYPE", "replica"});
+  if (!killed.ok()) return killed.status();
+  if (*killed != "1") {
+    return absl::UnavailableError(absl::StrCat("CLIENT KILL TYPE replica: ", *killed));
+  }
+  return absl::OkStatus();
+}
+
 void RedisSentinel::KillSentinel(size_t index) { StopProcess(sentinels_.at(index).pid); }
 
 absl::StatusOr<std::string> RedisSentinel::SentinelCommand(

@@ -85,6 +85,14 @@ class RedisSentinel {
   // SIGKILLs the primary (primary_port() keeps naming it until WaitForFailover()).
   void KillPrimary();
 
+  // RedisSentinel::DetachReplica()
+  //
+  // Cuts the replication link and keeps it cut (the replica gets a wrong masterauth, the primary
+  // drops its replica connection), so that no write from now on reaches the replica: what a
+  // lagging or partitioned replica is to a failover. The Sentinels still see the replica (they
+  // talk to it directly) and may promote it. Returns the error of either command.
+  absl::Status DetachReplica();
+
   // RedisSentinel::KillSentinel()
   //
   // SIGKILLs the Sentinel started `index`-th; it is left out of later checks.
