@@ -17,8 +17,11 @@ if(SLUICE_BUILD_REDIS OR SLUICE_BUILD_HTTP OR SLUICE_BUILD_SERVER OR SLUICE_BUIL
   find_package(Boost 1.81 REQUIRED COMPONENTS ${sluice_boost_components})
 endif()
 
-if(SLUICE_BUILD_REDIS)
+if(SLUICE_BUILD_REDIS OR SLUICE_BUILD_HTTP)
+  # SHA-256 (sluice_sha256) for Redis keys and API-key identities; TLS for the Redis client.
   find_package(OpenSSL REQUIRED)
+endif()
+if(SLUICE_BUILD_REDIS)
   find_package(PkgConfig REQUIRED)
   pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
 endif()

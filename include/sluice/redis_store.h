@@ -14,8 +14,10 @@
 //
 // CheckAll() runs every check in one script call, atomically: on a single Redis server (or a
 // Sentinel-managed one) any keys can be combined. Redis Cluster requires every key of one script
-// in one slot; with `cluster` set, CheckAll() refuses keys in different slots with InvalidArgument
-// rather than splitting them into calls that would not be all-or-nothing (docs/redis.md).
+// in one slot. Keys with one tag (sluice/key.h) always share a slot; for keys in different slots,
+// `cross_slot` chooses: refuse them with InvalidArgument (the default, all-or-nothing kept), or
+// split them into one atomic call per slot with a stated bound on what a denied request may
+// consume (docs/redis.md, "Keys on Redis Cluster").
 //
 // Example:
 //   absl::StatusOr<std::unique_ptr<RedisStore>> store =
@@ -43,6 +45,18 @@
 
 namespace sluice {
 
+// What CheckAll() does on Redis Cluster with keys in more than one slot.
+enum class CrossSlot : uint8_t {
+  // Refuse the call with InvalidArgument: CheckAll() stays all-or-nothing.
+  kRefuse,
+  // One atomic script per slot, sent in parallel; the call is allowed only when every slot's
+  // script allowed its checks. Not all-or-nothing across slots: a call denied in one slot has
+  // still recorded its costs in the slots that allowed theirs (at most its cost per check in
+  // another slot, as envoyproxy/ratelimit, which never rolls back). A store error in any slot
+  // fails the whole call, whatever the others recorded.
+  kSplit,
+};
+
 struct RedisStoreOptions {
   // Where Redis is, as a store URL (store_url.h): "redis://[user:password@]host[:port][/db]",
   // "rediss://..." for TLS. Its timeout_ms, connect_timeout_ms and connections parameters override
@@ -58,9 +72,11 @@ struct RedisStoreOptions {
   std::chrono::milliseconds connect_timeout{1000};
   // Connections multiplexing all checks. Default: 1 (already reaches Redis's ceiling).
   int connections = 1;
-  // Set when the server is a Redis Cluster: CheckAll() then requires all its keys in one slot.
-  // Default: false.
+  // Set when the server is a Redis Cluster (implied by a redis-cluster:// URL): CheckAll() then
+  // sends keys of one slot together and treats the others as `cross_slot` says. Default: false.
   bool cluster = false;
+  // With `cluster`: what CheckAll() does with keys in several slots. Default: kRefuse.
+  CrossSlot cross_slot = CrossSlot::kRefuse;
   // At start, ask the server for its maxmemory-policy and warn (log, and Warnings()) when it may
   // evict keys: an evicted limiter key silently resets its limit. Needs CONFIG GET, which a
   // restricted ACL user may lack; a refusal is ignored. Default: true.

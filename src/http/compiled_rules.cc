@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "sluice/key.h"
+
 namespace sluice::http::internal {
 
 const CompiledTier* TierTable::Find(std::string_view tier) const {
@@ -34,33 +36,23 @@ const CompiledRoute* CompiledRules::Match(const RequestView& request) const {
   return nullptr;
 }
 
-std::string EscapeKeyComponent(std::string_view component) {
-  // JoinKeyComponents() of this one component (docs/keys.md): each backslash and ':' gets a
-  // backslash before it. Sized once and written through a pointer: every request escapes its
-  // identity.
-  std::string out(2 * component.size(), '\0');
-  char* p = out.data();
-  for (const char c : component) {
-    if (c == '\\' || c == ':') *p++ = '\\';
-    *p++ = c;
-  }
-  out.resize(static_cast<size_t>(p - out.data()));
-  return out;
+std::string IdentityKeyTag(std::string_view identity) {
+  std::string tag;
+  AppendKeyTag(tag, identity);
+  return tag;
 }
 
-std::string BuildCounterKeyFromEscaped(const CompiledPolicy& policy,
-                                       std::string_view escaped_identity) {
+std::string BuildCounterKeyFromTag(const CompiledPolicy& policy, std::string_view key_tag) {
+  // TaggedKey(identity, name) is the tag part followed by the name, so the per-request tag and
+  // the policy's precomputed name give the same key.
   std::string key;
-  key.reserve(policy.key_prefix.size() + escaped_identity.size() + policy.key_suffix.size());
-  // JoinKeyComponents() joins with ':' after escaping each component, so the escaped identity
-  // between the precomputed prefix ("area:route:tier:") and suffix (":policy") gives the same key
-  // as joining all five components.
-  key.append(policy.key_prefix).append(escaped_identity).append(policy.key_suffix);
+  key.reserve(key_tag.size() + policy.key_name.size());
+  key.append(key_tag).append(policy.key_name);
   return key;
 }
 
 std::string BuildCounterKey(const CompiledPolicy& policy, std::string_view identity) {
-  return BuildCounterKeyFromEscaped(policy, EscapeKeyComponent(identity));
+  return TaggedKey(identity, policy.key_name);
 }
 
 }  // namespace sluice::http::internal

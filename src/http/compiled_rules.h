@@ -39,9 +39,9 @@ struct CompiledPolicy {
   // and GCRA the time to refill the whole capacity, ceil(capacity * period / limit)), and the
   // horizon Retry-After is capped at (see PolicyWindow).
   PolicyWindow window;
-  // The counter key is key_prefix + escaped identity + key_suffix; see BuildCounterKey().
-  std::string key_prefix;
-  std::string key_suffix;
+  // The name of the counter key, JoinKeyComponents() of {area, route, tier, policy name}; the
+  // identity is the key's tag (see BuildCounterKey()).
+  std::string key_name;
   bool global = false;
 };
 
@@ -87,21 +87,21 @@ struct CompiledRules {
 
 // BuildCounterKey()
 //
-// Returns the store key of `policy` for `identity`: JoinKeyComponents() of {area, route, tier,
-// identity, policy name}, built from the policy's precomputed prefix and suffix.
+// Returns the store key of `policy` for `identity`: TaggedKey(identity, policy.key_name). The
+// identity is the tag, so every limit of one identity lands on one shard (one Redis Cluster
+// slot) and a multi-limit request stays all-or-nothing there (docs/keys.md).
 std::string BuildCounterKey(const CompiledPolicy& policy, std::string_view identity);
 
-// BuildCounterKeyFromEscaped()
+// IdentityKeyTag()
 //
-// As BuildCounterKey(), for an identity already escaped with EscapeKeyComponent() (done once per
-// request, whatever the number of policies).
-std::string BuildCounterKeyFromEscaped(const CompiledPolicy& policy,
-                                       std::string_view escaped_identity);
+// Returns the tag part of every counter key of `identity`: "{" + escaped identity + "}" (built
+// once per request, whatever the number of policies).
+std::string IdentityKeyTag(std::string_view identity);
 
-// EscapeKeyComponent()
+// BuildCounterKeyFromTag()
 //
-// Returns one component as JoinKeyComponents() writes it (':' and '\' escaped).
-std::string EscapeKeyComponent(std::string_view component);
+// As BuildCounterKey(), from IdentityKeyTag(identity): one sized concatenation.
+std::string BuildCounterKeyFromTag(const CompiledPolicy& policy, std::string_view key_tag);
 
 }  // namespace sluice::http::internal
 

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-#include "src/store/redis/redis_keys.h"
+#include "src/util/sha256.h"
 #include "src/util/strings.h"
 
 namespace sluice::http::internal {

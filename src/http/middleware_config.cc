@@ -9,12 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
+#include "sluice/key.h"
 #include "sluice/status_macros.h"
 
 #include "src/http/compiled_rules.h"
 #include "src/http/rate_limit_headers.h"
 #include "src/http/spec_validation.h"
-#include "src/store/redis/redis_keys.h"
 #include "src/util/strings.h"
 
 namespace sluice::http {
@@ -50,9 +50,8 @@ CompiledPolicy CompilePolicy(const std::string& area, std::string_view route_key
   out.quota = policy.limit.Capacity();
   out.window = {.window_seconds = internal::PolicyWindowSeconds(policy.limit),
                 .horizon_seconds = internal::PolicyHorizonSeconds(policy.limit)};
-  const std::array<std::string_view, 3> prefix_components = {area, route_key, tier.tier};
-  out.key_prefix = absl::StrCat(JoinKeyComponents(prefix_components), ":");
-  out.key_suffix = absl::StrCat(":", internal::EscapeKeyComponent(policy.name));
+  const std::array<std::string_view, 4> name_components = {area, route_key, tier.tier, policy.name};
+  out.key_name = JoinKeyComponents(name_components);
   out.global = global;
   return out;
 }

@@ -46,9 +46,10 @@ RequestCall::State RequestCall::Prepare(const RequestView& request,
     return state_;
   }
   checks_.reserve(tier_->policies.size());
-  const std::string escaped_identity = EscapeKeyComponent(identity_.key);
+  // The identity is the tag of every key of this request: one shard, one atomic CheckAll.
+  const std::string key_tag = IdentityKeyTag(identity_.key);
   for (const CompiledPolicy& policy : tier_->policies) {
-    checks_.push_back(LimitCheck{.key = BuildCounterKeyFromEscaped(policy, escaped_identity),
+    checks_.push_back(LimitCheck{.key = BuildCounterKeyFromTag(policy, key_tag),
                                  .limit = policy.limit,
                                  .cost = policy.cost});
   }

@@ -11,8 +11,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "sluice/key.h"
+
 #include "src/http/compiled_rules.h"
-#include "src/store/redis/redis_keys.h"
 
 namespace sluice::http {
 namespace {
@@ -114,15 +115,21 @@ TEST(MiddlewareConfig, CompilesTiersWithTheGlobalRuleFirst) {
   const internal::CompiledPolicy& burst = orders.Find("anonymous")->policies[1];
   EXPECT_EQ(burst.cost, 2);
   EXPECT_EQ(internal::BuildCounterKey(burst, "ip:192.0.2.7"),
-            R"(shop:GET /api/orders/{id}:anonymous:ip\:192.0.2.7:burst)");
+            R"({ip:192.0.2.7}shop:GET /api/orders/{id}:anonymous:burst)");
   const internal::CompiledPolicy& global = orders.Find("anonymous")->policies[0];
   EXPECT_EQ(global.cost, 1);
-  EXPECT_EQ(internal::BuildCounterKey(global, "user:a:b"), R"(shop:*:*:user\:a\:b:global)");
-  // The per-request escape agrees with the store's key joining (docs/keys.md) on every shape.
+  EXPECT_EQ(internal::BuildCounterKey(global, "user:a}b"), R"({user:a\}b}shop:*:*:global)");
+  // The per-request tag agrees with the core key rule (docs/keys.md) on every shape, and the
+  // identity is the key's tag.
   for (const std::string_view identity :
-       {"", ":", "\\", "a", "ip:1.2.3.4", "::1", "a\\:b", "\\\\::", "user:x\\", "key:abc"}) {
-    const std::array<std::string_view, 1> one = {identity};
-    EXPECT_EQ(internal::EscapeKeyComponent(identity), JoinKeyComponents(one)) << identity;
+       {"", ":", "\\", "}", "a", "ip:1.2.3.4", "::1", "a\\}b", "\\\\}}", "user:x\\", "key:abc"}) {
+    const std::string key =
+        internal::BuildCounterKeyFromTag(burst, internal::IdentityKeyTag(identity));
+    EXPECT_EQ(key, TaggedKey(identity, burst.key_name)) << identity;
+    const KeyParts parts = SplitKey(key);
+    EXPECT_TRUE(parts.tagged) << identity;
+    EXPECT_EQ(UnescapeKeyTag(parts.tag), identity);
+    EXPECT_EQ(parts.name, burst.key_name);
   }
   EXPECT_THAT(PolicyNames(rules.routes[1].tiers.Find("anonymous")),
               ::testing::ElementsAre("global", "5-per-90s"));

@@ -1,19 +1,27 @@
-// Redis key scheme: how a caller's key and an algorithm become one Redis key (docs/keys.md).
+// Redis key scheme: how a store key (include/sluice/key.h) and an algorithm become one Redis key
+// (docs/keys.md, "Redis form").
 //
-//   <prefix>{<tag>}:<suffix>         e.g. "sluice:{user:42}:gcra"
+//   plain key          <prefix>{<tag>}:<suffix>            "user:42"        ->
+//   sluice:{user:42}:gcra tagged key         <prefix>{<tag>}:<name>:<suffix>     "{user:42}burst"
+//   -> sluice:{user:42}:burst:gcra
 //
 // - <prefix> is configurable (default "sluice:"), at most kMaxKeyPrefixBytes, with no '{' or '}',
 //   so the first '{' of every key is ours and opens the Cluster hash tag.
-// - <tag> is the caller's key, percent-escaped (EscapeKeyBytes) so that it contains no '{', '}',
-//   '%', '#', space, control or non-ASCII byte: the tag cannot be closed early, no caller can
-//   choose the slot, and the key is printable. When the escaped form would make the key longer than
-//   kMaxRedisKeyBytes (or when it would be empty), the tag is '#' followed by the hex SHA-256 of
-//   the caller's key instead ('#' never appears in an escaped tag, so the forms cannot collide).
-// - <suffix> names the algorithm ("fw", "sw", "sl", "tb", "gcra"), so one caller key under two
-//   algorithms is two states; every algorithm of one caller key shares the tag and so the slot.
+// - <tag> is, for a plain key, the whole key; for a tagged key, its tag in escaped form
+//   (SplitKey()). It is percent-escaped (EscapeKeyBytes) so that it holds no '{', '}', '%', '#',
+//   space, control or non-ASCII byte: it cannot be closed early, no caller can choose the slot, and
+//   the key is printable. When the escaped form is empty or longer than the form's tag budget,
+//   the tag is '#' and the 64 hex digits of its SHA-256 instead ('#' never appears in an escaped
+//   form). The rendering depends on the tag alone, so every key of one tag, under every
+//   algorithm, is in one Cluster slot.
+// - <name> is a tagged key's name, escaped the same way, or '#' and the unpadded base64url of its
+//   SHA-256 (43 characters) when it does not fit beside the tag.
+// - <suffix> names the algorithm ("fw", "sw", "sl", "tb", "gcra"), so one key under two algorithms
+//   is two states.
 //
-// Distinct caller keys always map to distinct Redis keys, except for a SHA-256 collision between
-// two over-long keys.
+// Every Redis key is printable and at most kMaxRedisKeyBytes long. Distinct (key, algorithm)
+// pairs always map to distinct Redis keys, except for a SHA-256 collision (proof in
+// redis_keys.cc).
 //
 // Example:
 //   absl::StatusOr<RedisKeyScheme> keys = RedisKeyScheme::Create("sluice:");
@@ -25,21 +33,22 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 
+#include "sluice/key.h"
 #include "sluice/limit.h"
 
+#include "src/util/sha256.h"
 #include "src/store/redis/client/cluster_slot.h"
 
 namespace sluice {
 
 // The longest Redis key the scheme produces, in bytes.
 inline constexpr size_t kMaxRedisKeyBytes = 200;
-// The longest key prefix accepted, in bytes; leaves room for a hashed tag within kMaxRedisKeyBytes.
+// The longest key prefix accepted, in bytes; leaves room for hashed parts within kMaxRedisKeyBytes.
 inline constexpr size_t kMaxKeyPrefixBytes = 64;
 inline constexpr std::string_view kDefaultKeyPrefix = "sluice:";
 
@@ -53,22 +62,29 @@ class RedisKeyScheme {
 
   // RedisKeyScheme::StateKey()
   //
-  // Returns the Redis key holding the state of `algorithm` for `caller_key` (any bytes).
-  std::string StateKey(std::string_view caller_key, Algorithm algorithm) const;
+  // Returns the Redis key holding the state of `algorithm` for the store key `key` (any bytes).
+  std::string StateKey(std::string_view key, Algorithm algorithm) const;
 
   // RedisKeyScheme::HashTag()
   //
-  // Returns the tag of `caller_key`: the text between the braces of its state keys.
-  std::string HashTag(std::string_view caller_key) const;
+  // Returns the text between the braces of the Redis keys of `key`; it depends only on the key's
+  // tag (SplitKey()), so keys with one tag share it.
+  std::string HashTag(std::string_view key) const;
 
   const std::string& prefix() const { return prefix_; }
+
+  // The longest escaped tag kept as is in each form; longer ones are hashed.
+  size_t max_plain_tag_bytes() const { return max_plain_tag_bytes_; }
+  size_t max_tagged_tag_bytes() const { return max_tagged_tag_bytes_; }
 
  private:
   explicit RedisKeyScheme(std::string prefix);
 
   std::string prefix_;
-  // The longest escaped tag kept as is; longer ones are hashed.
-  size_t max_escaped_tag_bytes_;
+  size_t max_plain_tag_bytes_;
+  size_t max_tagged_tag_bytes_;
+  // The bytes a tagged key's rendered tag and name share.
+  size_t tagged_budget_;
 };
 
 // AlgorithmKeySuffix()
@@ -82,18 +98,11 @@ std::string_view AlgorithmKeySuffix(Algorithm algorithm);
 // '#' replaced by '%' and two uppercase hex digits. Injective; the output has none of those bytes.
 std::string EscapeKeyBytes(std::string_view bytes);
 
-// JoinKeyComponents()
+// Sha256Base64Url()
 //
-// Returns a caller key made of `components` (e.g. area, route, tier, identity) joined by ':', each
-// with '\' written as "\\" and ':' as "\:", so that no two distinct component lists give the same
-// key (("a:b") and ("a", "b") differ). The result is an ordinary caller key: the store escapes it
-// like any other. REQUIRES: !components.empty().
-std::string JoinKeyComponents(std::span<const std::string_view> components);
-
-// Sha256Hex()
-//
-// Returns the SHA-256 of `bytes` as 64 lowercase hex digits.
-std::string Sha256Hex(std::string_view bytes);
+// Returns the SHA-256 of `bytes` in unpadded base64url (43 characters of A-Z a-z 0-9 '-' '_'):
+// the hashed form of an over-long name.
+std::string Sha256Base64Url(std::string_view bytes);
 
 }  // namespace sluice
 

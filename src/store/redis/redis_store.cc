@@ -3,6 +3,7 @@
 #include <atomic>
 #include <future>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,12 +17,13 @@
 #include "sluice/status_macros.h"
 #include "sluice/store_url.h"
 
-#include "src/store/redis/lua_scripts.h"
 #include "src/store/redis/client/redis_client.h"
 #include "src/store/redis/client/redis_error.h"
 #include "src/store/redis/client/redis_router_factory.h"
+#include "src/store/redis/lua_scripts.h"
 #include "src/store/redis/redis_keys.h"
 #include "src/store/redis/script_runner.h"
+#include "src/store/redis/slot_groups.h"
 
 namespace sluice {
 namespace {
@@ -96,23 +98,7 @@ class RedisStoreImpl final : public RedisStore {
       std::move(done)(std::move(s));
       return;
     }
-    std::string redis_key = keys_.StateKey(key, limit.algorithm);
-    std::vector<std::string> args;
-    args.reserve(kArgsPerCheck);
-    AppendCheckArguments(limit, cost, args);
-    // Each algorithm has its own script, so Redis runs only this algorithm's code.
-    runner_.Run(CheckScript(limit.algorithm), {redis_key}, args,
-                [redis_key, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
-                  if (!reply.ok()) {
-                    std::move(done)(WithKey(reply.status(), redis_key));
-                  } else if (reply->is_error()) {
-                    std::move(done)(WithKey(ScriptErrorToStatus(*reply), redis_key));
-                  } else {
-                    absl::StatusOr<Decision> decision = ParseCheckReply(*reply);
-                    if (!decision.ok()) decision = WithKey(decision.status(), redis_key);
-                    std::move(done)(std::move(decision));
-                  }
-                });
+    RunCheck(keys_.StateKey(key, limit.algorithm), limit, cost, std::move(done));
   }
 
   absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
@@ -148,41 +134,31 @@ class RedisStoreImpl final : public RedisStore {
       return;
     }
     std::vector<std::string> redis_keys;
-    std::vector<std::string> args;
     redis_keys.reserve(checks.size());
-    args.reserve(kArgsPerCheck * checks.size());
     for (const LimitCheck& check : checks) {
       redis_keys.push_back(keys_.StateKey(check.key, check.limit.algorithm));
-      AppendCheckArguments(check.limit, check.cost, args);
     }
     if (options_.cluster) {
-      // One script may only touch one slot of a Cluster. Splitting the checks into one call per
-      // slot would give up all-or-nothing across the calls, so it is refused instead.
-      const uint16_t slot = ClusterHashSlot(redis_keys[0]);
-      for (size_t i = 1; i < redis_keys.size(); ++i) {
-        if (ClusterHashSlot(redis_keys[i]) != slot) {
-          std::move(done)(absl::InvalidArgumentError(
-              absl::StrCat("checks[", i,
-                           "].key: on Redis Cluster all keys of one CheckAll must hash to one "
-                           "slot; ",
-                           redis_keys[i], " and ", redis_keys[0], " do not (docs/redis.md)")));
+      // One script may only touch one slot of a Cluster.
+      std::vector<SlotGroup> groups = GroupBySlot(redis_keys);
+      if (groups.size() > 1) {
+        if (options_.cross_slot == CrossSlot::kRefuse) {
+          const size_t other = groups[1].checks[0];
+          std::move(done)(absl::InvalidArgumentError(absl::StrCat(
+              "checks[", other,
+              "].key: on Redis Cluster all keys of one CheckAll must hash to one slot (or share "
+              "a tag, sluice/key.h); ",
+              redis_keys[other], " and ", redis_keys[0], " do not (docs/redis.md)")));
           return;
         }
+        CheckAllSplit(checks, redis_keys, groups, std::move(done));
+        return;
       }
     }
-    const size_t n = checks.size();
-    std::string first_key = redis_keys[0];
-    runner_.Run(CheckAllScript(), redis_keys, args,
-                [n, first_key = std::move(first_key),
-                 done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
-                  if (!reply.ok()) {
-                    std::move(done)(WithKey(reply.status(), first_key));
-                  } else if (reply->is_error()) {
-                    std::move(done)(WithKey(ScriptErrorToStatus(*reply), first_key));
-                  } else {
-                    std::move(done)(ParseCheckAllReply(*reply, n));
-                  }
-                });
+    std::vector<std::string> args;
+    args.reserve(kArgsPerCheck * checks.size());
+    for (const LimitCheck& check : checks) AppendCheckArguments(check.limit, check.cost, args);
+    RunCheckAll(std::move(redis_keys), args, std::move(done));
   }
 
   absl::Status WaitForConnection(std::chrono::milliseconds timeout) override {
@@ -205,6 +181,83 @@ class RedisStoreImpl final : public RedisStore {
     mutable absl::Mutex mu;
     std::vector<std::string> list ABSL_GUARDED_BY(mu);
   };
+
+  // Runs one check's script on `redis_key`.
+  void RunCheck(std::string redis_key, const Limit& limit, int64_t cost, DecisionCallback done) {
+    std::vector<std::string> args;
+    args.reserve(kArgsPerCheck);
+    AppendCheckArguments(limit, cost, args);
+    // Each algorithm has its own script, so Redis runs only this algorithm's code.
+    runner_.Run(CheckScript(limit.algorithm), {redis_key}, args,
+                [redis_key, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
+                  if (!reply.ok()) {
+                    std::move(done)(WithKey(reply.status(), redis_key));
+                  } else if (reply->is_error()) {
+                    std::move(done)(WithKey(ScriptErrorToStatus(*reply), redis_key));
+                  } else {
+                    absl::StatusOr<Decision> decision = ParseCheckReply(*reply);
+                    if (!decision.ok()) decision = WithKey(decision.status(), redis_key);
+                    std::move(done)(std::move(decision));
+                  }
+                });
+  }
+
+  // Runs the all-or-nothing script over `redis_keys` (one slot on a Cluster).
+  void RunCheckAll(std::vector<std::string> redis_keys, const std::vector<std::string>& args,
+                   MultiDecisionCallback done) {
+    const size_t n = redis_keys.size();
+    std::string first_key = redis_keys[0];
+    runner_.Run(CheckAllScript(), redis_keys, args,
+                [n, first_key = std::move(first_key),
+                 done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
+                  if (!reply.ok()) {
+                    std::move(done)(WithKey(reply.status(), first_key));
+                  } else if (reply->is_error()) {
+                    std::move(done)(WithKey(ScriptErrorToStatus(*reply), first_key));
+                  } else {
+                    std::move(done)(ParseCheckAllReply(*reply, n));
+                  }
+                });
+  }
+
+  // CrossSlot::kSplit: one atomic call per slot group, all sent before any answer is awaited;
+  // `done` runs when the last group answers (inline if every group fails before reaching Redis).
+  void CheckAllSplit(std::span<const LimitCheck> checks, std::vector<std::string>& redis_keys,
+                     const std::vector<SlotGroup>& groups, MultiDecisionCallback done) {
+    auto join = std::make_shared<SplitJoin>(checks.size(), groups.size(), std::move(done));
+    for (const SlotGroup& group : groups) {
+      if (group.checks.size() == 1) {
+        // As for an unsplit call of one check: the single-check script decides the same.
+        const size_t i = group.checks[0];
+        RunCheck(std::move(redis_keys[i]), checks[i].limit, checks[i].cost,
+                 [join, i](absl::StatusOr<Decision> d) {
+                   if (!d.ok()) {
+                     join->Fail(d.status());
+                   } else {
+                     const bool allowed = d->allowed;
+                     join->Record({&i, 1}, MultiDecision{.allowed = allowed, .decisions = {*d}});
+                   }
+                 });
+        continue;
+      }
+      std::vector<std::string> group_keys;
+      std::vector<std::string> args;
+      group_keys.reserve(group.checks.size());
+      args.reserve(kArgsPerCheck * group.checks.size());
+      for (const size_t i : group.checks) {
+        group_keys.push_back(std::move(redis_keys[i]));
+        AppendCheckArguments(checks[i].limit, checks[i].cost, args);
+      }
+      RunCheckAll(std::move(group_keys), args,
+                  [join, indices = group.checks](absl::StatusOr<MultiDecision> m) {
+                    if (!m.ok()) {
+                      join->Fail(m.status());
+                    } else {
+                      join->Record(indices, *std::move(m));
+                    }
+                  });
+    }
+  }
 
   void CheckEvictionPolicy() {
     // The connect may take a while; give the answer up to the connect timeout plus a command.
@@ -263,6 +316,7 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(const RedisStoreO
   RedisStoreOptions effective = options;
   if (url.command_timeout.has_value()) effective.command_timeout = *url.command_timeout;
   if (url.connect_timeout.has_value()) effective.connect_timeout = *url.connect_timeout;
+  if (url.kind == StoreUrl::Kind::kRedisCluster) effective.cluster = true;
   if (url.min_replicas > 0) effective.min_replicas = url.min_replicas;
   if (url.min_replicas_timeout != StoreUrl{}.min_replicas_timeout) {
     effective.min_replicas_timeout = url.min_replicas_timeout;

@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "sluice/key.h"
 #include "sluice/limit.h"
 
 #include "tests/testing/redis_server.h"
@@ -71,6 +72,65 @@ TEST(RedisKeyScheme, OverlongKeysAreHashedWithinTheCap) {
   EXPECT_THAT(keys.HashTag(std::string(budget / 3 + 1, '{')), StartsWith("#"));
 }
 
+TEST(RedisKeyScheme, TaggedKeysPutTheTagInTheHashTagAndTheNameAfterIt) {
+  const RedisKeyScheme keys = DefaultScheme();
+  EXPECT_EQ(keys.StateKey("{user:42}burst", Algorithm::kGcra), "sluice:{user:42}:burst:gcra");
+  EXPECT_EQ(
+      keys.StateKey(TaggedKey("ip:2001:db8::/64", "shop:GET /x:*:burst"), Algorithm::kFixedWindow),
+      "sluice:{ip:2001:db8::/64}:shop:GET%20/x:*:burst:fw");
+  // The tag is written in its escaped form, then percent-escaped like any tag.
+  EXPECT_EQ(keys.StateKey(TaggedKey("a}b", "n"), Algorithm::kFixedWindow), "sluice:{a\\%7Db}:n:fw");
+  EXPECT_EQ(keys.StateKey("{a}{b}#%", Algorithm::kTokenBucket), "sluice:{a}:%7Bb%7D%23%25:tb");
+  EXPECT_EQ(keys.StateKey("{a}", Algorithm::kSlidingLog), "sluice:{a}::sl");
+  // The empty tag is hashed: "{}" is no hash tag on a Cluster.
+  EXPECT_EQ(keys.StateKey("{}n", Algorithm::kSlidingWindow),
+            absl::StrCat("sluice:{#", Sha256Hex(""), "}:n:sw"));
+  EXPECT_EQ(keys.HashTag("{user:42}anything"), "user:42");
+  // Keys that are not tagged keep today's form exactly.
+  EXPECT_EQ(keys.StateKey("{unclosed", Algorithm::kGcra), "sluice:{%7Bunclosed}:gcra");
+  EXPECT_EQ(keys.StateKey("x{a}", Algorithm::kGcra), "sluice:{x%7Ba%7D}:gcra");
+}
+
+TEST(RedisKeyScheme, Sha256Base64UrlIsTheUnpaddedUrlAlphabet) {
+  EXPECT_EQ(Sha256Base64Url(""), "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+  EXPECT_EQ(Sha256Base64Url("abc"), "ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0");
+}
+
+TEST(RedisKeyScheme, OverlongTagsAndNamesAreHashedWithinTheCap) {
+  for (const std::string& prefix :
+       {std::string(kDefaultKeyPrefix), std::string(), std::string(kMaxKeyPrefixBytes, 'p')}) {
+    const RedisKeyScheme keys = *RedisKeyScheme::Create(prefix);
+    const size_t tag_budget = keys.max_tagged_tag_bytes();
+    // Tag + name share what the prefix, "{", "}:", ":" and the longest suffix leave.
+    const size_t shared = kMaxRedisKeyBytes - prefix.size() - 4 - 4;
+    EXPECT_EQ(tag_budget, shared - 44) << prefix;
+    const std::string fits(tag_budget, 't');
+    const std::string over(tag_budget + 1, 't');
+    EXPECT_EQ(keys.HashTag(TaggedKey(fits, "n")), fits);
+    EXPECT_EQ(keys.HashTag(TaggedKey(over, "n")), absl::StrCat("#", Sha256Hex(over)));
+    // Beside the longest kept tag, the name has exactly room for a hashed one.
+    const std::string a = keys.StateKey(TaggedKey(fits, ""), Algorithm::kGcra);
+    EXPECT_EQ(a, absl::StrCat(prefix, "{", fits, "}::gcra"));
+    const std::string long_name(shared, 'n');
+    const std::string b = keys.StateKey(TaggedKey(fits, long_name), Algorithm::kGcra);
+    EXPECT_EQ(b, absl::StrCat(prefix, "{", fits, "}:#", Sha256Base64Url(long_name), ":gcra"));
+    EXPECT_EQ(b.size(), kMaxRedisKeyBytes);
+    // A short tag leaves the name the rest: the longest kept name, and one byte more.
+    const std::string name_fits(shared - 1, 'n');
+    const std::string name_over(shared, 'n');
+    EXPECT_EQ(keys.StateKey(TaggedKey("t", name_fits), Algorithm::kGcra),
+              absl::StrCat(prefix, "{t}:", name_fits, ":gcra"));
+    EXPECT_EQ(keys.StateKey(TaggedKey("t", name_fits), Algorithm::kGcra).size(), kMaxRedisKeyBytes);
+    EXPECT_EQ(keys.StateKey(TaggedKey("t", name_over), Algorithm::kGcra),
+              absl::StrCat(prefix, "{t}:#", Sha256Base64Url(name_over), ":gcra"));
+    // Both hashed, a megabyte each.
+    const std::string megabyte(1 << 20, '{');
+    const std::string both = keys.StateKey(TaggedKey(megabyte, megabyte), Algorithm::kGcra);
+    EXPECT_LE(both.size(), kMaxRedisKeyBytes);
+    EXPECT_THAT(both, StartsWith(absl::StrCat(prefix, "{#")));
+  }
+}
+
 TEST(RedisKeyScheme, ValidatesThePrefix) {
   EXPECT_TRUE(RedisKeyScheme::Create("").ok());
   EXPECT_TRUE(RedisKeyScheme::Create("rl:prod:").ok());
@@ -119,55 +179,69 @@ std::string RandomIdentifier(std::mt19937_64& rng) {
   return s;
 }
 
-// Reliability T18: distinct identifiers never share a key, every key is at most 200 bytes, every
-// algorithm of one identifier shares the slot, and the tag is ours and comes first.
-TEST(RedisKeyScheme, DistinctIdentifiersNeverCollide) {
-  const RedisKeyScheme keys = DefaultScheme();
-  std::mt19937_64 rng(18);
-  std::unordered_map<std::string, std::string> owner;  // Redis key -> identifier
-  for (int i = 0; i < 200'000; ++i) {
-    const std::string id = RandomIdentifier(rng);
-    const std::string key = keys.StateKey(id, Algorithm::kFixedWindow);
-    ASSERT_LE(key.size(), kMaxRedisKeyBytes);
-    ASSERT_TRUE(key.starts_with("sluice:{"));
-    const size_t close = key.find('}');
-    ASSERT_EQ(key.substr(close), "}:fw") << "the tag must close only before the suffix";
-    for (size_t j = 0; j < key.size(); ++j) {
-      const auto c = static_cast<unsigned char>(key[j]);
-      ASSERT_TRUE(c >= 0x21 && c <= 0x7E) << "unprintable byte in " << key;
-    }
-    auto [it, inserted] = owner.emplace(key, id);
-    ASSERT_TRUE(inserted || it->second == id) << "collision on " << key;
-    if (i % 100 == 0) {
-      const uint16_t slot = ClusterHashSlot(key);
-      for (Algorithm algorithm : kAllAlgorithms) {
-        ASSERT_EQ(ClusterHashSlot(keys.StateKey(id, algorithm)), slot);
-      }
-    }
+// A random store key: plain (any bytes, at times starting with '{') or tagged, with parts biased
+// like RandomIdentifier().
+std::string RandomKey(std::mt19937_64& rng) {
+  switch (rng() % 4) {
+    case 0:
+      return RandomIdentifier(rng);
+    case 1:
+      return "{" + RandomIdentifier(rng);  // closed by chance or not
+    default:
+      return TaggedKey(RandomIdentifier(rng), RandomIdentifier(rng));
   }
 }
 
-TEST(JoinKeyComponents, IsInjective) {
-  using Parts = std::vector<std::string_view>;
-  EXPECT_EQ(JoinKeyComponents(Parts{"api", "GET /x", "free", "10.0.0.1"}),
-            "api:GET /x:free:10.0.0.1");
-  EXPECT_EQ(JoinKeyComponents(Parts{"2001:db8::1"}), "2001\\:db8\\:\\:1");
-  EXPECT_NE(JoinKeyComponents(Parts{"a:b"}), JoinKeyComponents(Parts{"a", "b"}));
-  EXPECT_NE(JoinKeyComponents(Parts{"a\\", "b"}), JoinKeyComponents(Parts{"a", "\\b"}));
-  EXPECT_NE(JoinKeyComponents(Parts{"a", ""}), JoinKeyComponents(Parts{"a"}));
+// Checks the shape every Redis key has, whatever the form.
+void ExpectWellFormed(const RedisKeyScheme& keys, std::string_view key,
+                      const std::string& redis_key, Algorithm algorithm) {
+  ASSERT_LE(redis_key.size(), kMaxRedisKeyBytes) << redis_key;
+  ASSERT_TRUE(redis_key.starts_with(keys.prefix() + "{")) << redis_key;
+  for (const char ch : redis_key) {
+    const auto c = static_cast<unsigned char>(ch);
+    ASSERT_TRUE(c >= 0x21 && c <= 0x7E) << "unprintable byte in " << redis_key;
+  }
+  const size_t open = keys.prefix().size();
+  const size_t close = redis_key.find('}');
+  ASSERT_EQ(redis_key.find('}', close + 1), std::string::npos) << redis_key;
+  ASSERT_EQ(redis_key.find('{', open + 1), std::string::npos) << redis_key;
+  ASSERT_EQ(redis_key.substr(open + 1, close - open - 1), keys.HashTag(key));
+  const std::string rest = redis_key.substr(close);
+  ASSERT_TRUE(rest.ends_with(":" + std::string(AlgorithmKeySuffix(algorithm)))) << redis_key;
+  // The form can be read back: a plain key's rest is ":<suffix>", a tagged key's has two ':'.
+  ASSERT_EQ(rest.find(':', 2) != std::string::npos, SplitKey(key).tagged) << redis_key;
+}
 
-  std::mt19937_64 rng(7);
-  std::unordered_map<std::string, std::vector<std::string>> owner;
-  for (int i = 0; i < 100'000; ++i) {
-    std::vector<std::string> parts(1 + rng() % 4);
-    for (std::string& part : parts) {
-      const size_t length = rng() % 4;
-      for (size_t j = 0; j < length; ++j) part.push_back(":\\a"[rng() % 3]);
+// Reliability T18: distinct keys, plain or tagged, never share a Redis key under any algorithm;
+// every Redis key is at most 200 bytes, printable, and has our tag first; every key of one tag
+// shares the slot whatever its name and algorithm.
+TEST(RedisKeyScheme, DistinctKeysNeverCollideAcrossBothForms) {
+  for (const std::string& prefix : {std::string(kDefaultKeyPrefix), std::string()}) {
+    const RedisKeyScheme keys = *RedisKeyScheme::Create(prefix);
+    std::mt19937_64 rng(18);
+    std::unordered_map<std::string, std::string> owner;  // Redis key -> key + algorithm suffix
+    for (int i = 0; i < 100'000; ++i) {
+      const std::string key = RandomKey(rng);
+      const Algorithm algorithm = kAllAlgorithms[rng() % kAllAlgorithms.size()];
+      const std::string redis_key = keys.StateKey(key, algorithm);
+      ExpectWellFormed(keys, key, redis_key, algorithm);
+      if (::testing::Test::HasFatalFailure()) return;
+      const std::string origin = key + "/" + std::string(AlgorithmKeySuffix(algorithm));
+      auto [it, inserted] = owner.emplace(redis_key, origin);
+      ASSERT_TRUE(inserted || it->second == origin) << "collision on " << redis_key;
+      if (i % 100 == 0) {
+        // Every algorithm, and for a tagged key every other name of its tag, is in one slot.
+        const uint16_t slot = ClusterHashSlot(redis_key);
+        const KeyParts parts = SplitKey(key);
+        for (Algorithm other : kAllAlgorithms) {
+          ASSERT_EQ(ClusterHashSlot(keys.StateKey(key, other)), slot) << key;
+          if (parts.tagged) {
+            const std::string sibling = "{" + std::string(parts.tag) + "}" + RandomIdentifier(rng);
+            ASSERT_EQ(ClusterHashSlot(keys.StateKey(sibling, other)), slot) << sibling;
+          }
+        }
+      }
     }
-    const std::vector<std::string_view> views(parts.begin(), parts.end());
-    const std::string joined = JoinKeyComponents(views);
-    auto [it, inserted] = owner.emplace(joined, parts);
-    ASSERT_TRUE(inserted || it->second == parts) << "collision on " << joined;
   }
 }
 
@@ -187,7 +261,7 @@ TEST(ClusterHashSlot, AgreesWithRedis) {
   const RedisKeyScheme keys = DefaultScheme();
   std::mt19937_64 rng(16384);
   for (int i = 0; i < 300; ++i) {
-    std::string id = RandomIdentifier(rng);
+    std::string id = RandomKey(rng);
     if (id.size() > 300) id.resize(300);
     for (const std::string& key : {keys.StateKey(id, Algorithm::kGcra), id}) {
       absl::StatusOr<std::string> slot = (*server)->Command({"CLUSTER", "KEYSLOT", key});
