@@ -13,12 +13,14 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
 #include "sluice/http/beast.h"
 
+#include "src/util/accept_backoff.h"
 #include "src/util/strings.h"
 
 namespace sluice::examples {
@@ -30,6 +32,10 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using Request = bhttp::request<bhttp::string_body>;
 using Response = bhttp::response<bhttp::string_body>;
+
+// Request header bytes (request line and fields) and body bytes a request may have.
+constexpr uint32_t kMaxHeaderBytes = 8 * 1024;
+constexpr uint64_t kMaxBodyBytes = 1024 * 1024;
 
 std::atomic<uint64_t> next_order_id{1000};
 
@@ -84,13 +90,32 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void Read() {
-    req_ = {};
+    parser_.emplace();
+    parser_->header_limit(kMaxHeaderBytes);
+    parser_->body_limit(kMaxBodyBytes);
     stream_.expires_after(std::chrono::seconds(30));
-    bhttp::async_read(stream_, buffer_, req_,
-                      [self = shared_from_this()](beast::error_code ec, size_t) {
-                        if (ec) return self->Close();
-                        self->OnRequest();
-                      });
+    bhttp::async_read(
+        stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+          if (ec == bhttp::error::header_limit) {
+            return self->RefuseTooLarge(bhttp::status::request_header_fields_too_large,
+                                        R"({"error":"request header fields too large"})");
+          }
+          if (ec == bhttp::error::body_limit) {
+            return self->RefuseTooLarge(bhttp::status::payload_too_large,
+                                        R"({"error":"request body too large"})");
+          }
+          if (ec) return self->Close();
+          self->req_ = self->parser_->release();
+          self->OnRequest();
+        });
+  }
+
+  // Answers a request that broke a size limit, then closes: the rest of it is still unread, so
+  // the connection cannot carry another request.
+  void RefuseTooLarge(bhttp::status status, std::string body) {
+    Request head;  // HTTP/1.1, not keep-alive.
+    head.keep_alive(false);
+    Write(Json(head, status, std::move(body)));
   }
 
   void OnRequest() {
@@ -126,6 +151,7 @@ class Session : public std::enable_shared_from_this<Session> {
   http::Middleware* middleware_;
   tcp::endpoint peer_;
   beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   Request req_;
   Response res_;
 };
@@ -146,11 +172,22 @@ std::optional<http::Principal> ToyAuthenticate(const http::RequestView& request)
 
 struct ApiServer::Impl {
   explicit Impl(ApiServerOptions o)
-      : options(std::move(o)), ioc(std::max(1, options.threads)), acceptor(ioc) {}
+      : options(std::move(o)),
+        ioc(std::max(1, options.threads)),
+        acceptor(ioc),
+        accept_timer(ioc) {}
 
   void Accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+      // Out of descriptors, accepting again at once would spin (accept_backoff.h): wait first.
+      if (const std::chrono::milliseconds wait = backoff.After(ec); wait.count() > 0) {
+        accept_timer.expires_after(wait);
+        accept_timer.async_wait([this](beast::error_code timer_ec) {
+          if (!timer_ec && acceptor.is_open()) Accept();
+        });
+        return;
+      }
       if (!ec) {
         socket.set_option(tcp::no_delay(true), ec);
         std::make_shared<Session>(std::move(socket), options.middleware)->Run();
@@ -162,6 +199,8 @@ struct ApiServer::Impl {
   ApiServerOptions options;
   net::io_context ioc;
   tcp::acceptor acceptor;
+  net::steady_timer accept_timer;
+  sluice::internal::AcceptBackoff backoff;
   std::vector<std::thread> threads;
   uint16_t bound_port = 0;
 };
@@ -209,6 +248,7 @@ void ApiServer::Stop() {
   net::post(impl_->ioc, [this] {
     beast::error_code ignored;
     impl_->acceptor.close(ignored);
+    impl_->accept_timer.cancel();
   });
   impl_->ioc.stop();
   for (std::thread& t : impl_->threads) t.join();

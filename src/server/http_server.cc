@@ -13,8 +13,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
+#include "src/util/accept_backoff.h"
+#include "src/util/log_throttle.h"
 
 namespace sluice::server {
 namespace {
@@ -121,7 +125,8 @@ struct HttpServer::Impl {
       : options(std::move(o)),
         handler(std::move(h)),
         acceptor_context(1),
-        acceptor(acceptor_context) {
+        acceptor(acceptor_context),
+        accept_timer(acceptor_context) {
     for (int i = 0; i < std::max(1, options.threads); ++i) {
       // Concurrency hint 1: one thread runs each context, which lets Asio skip some locking.
       contexts.push_back(std::make_unique<net::io_context>(1));
@@ -134,11 +139,29 @@ struct HttpServer::Impl {
     acceptor.async_accept(target.get_executor(),
                           [this](beast::error_code ec, Stream::socket_type socket) {
                             if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+                            if (PauseAfter(ec)) return;
                             if (!ec) {
                               std::make_shared<Session>(std::move(socket), handler, options)->Run();
                             }
                             Accept();
                           });
+  }
+
+  // Out of descriptors, accepting again at once would spin (src/util/accept_backoff.h): returns
+  // true when it arranged to accept again after a wait.
+  bool PauseAfter(const beast::error_code& ec) {
+    const std::chrono::milliseconds wait = backoff.After(ec);
+    if (wait.count() == 0) return false;
+    if (internal::LogPermit p = accept_log.Acquire(); p.log) {
+      spdlog::warn("http: accept failed ({}); accepting again in {} ms ({} such failures){}",
+                   ec.message(), wait.count(), backoff.exhausted(),
+                   internal::SuppressedNote(p.suppressed));
+    }
+    accept_timer.expires_after(wait);
+    accept_timer.async_wait([this](beast::error_code timer_ec) {
+      if (!timer_ec && acceptor.is_open()) Accept();
+    });
+    return true;
   }
 
   HttpServerOptions options;
@@ -148,6 +171,9 @@ struct HttpServer::Impl {
   // connection traffic.
   net::io_context acceptor_context;
   tcp::acceptor acceptor;
+  net::steady_timer accept_timer;
+  internal::AcceptBackoff backoff;
+  internal::LogThrottle accept_log;  // One line a second.
   size_t next_context = 0;
   std::vector<std::thread> threads;
   uint16_t bound_port = 0;
@@ -204,6 +230,7 @@ void HttpServer::Stop() {
   net::post(impl_->acceptor_context, [this] {
     beast::error_code ignored;
     impl_->acceptor.close(ignored);
+    impl_->accept_timer.cancel();
   });
   impl_->acceptor_context.stop();
   for (auto& context : impl_->contexts) context->stop();
