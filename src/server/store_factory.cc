@@ -24,8 +24,11 @@ absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const FailurePolicy
     description = absl::StrCat("memory (per-instance limits, at most ", options.max_entries,
                                " entries and ", options.max_bytes, " bytes)");
   } else {
-    absl::StatusOr<std::unique_ptr<RedisStore>> redis =
-        RedisStore::Create(RedisStoreOptions{.url = std::string(url)});
+    // Each descriptor is its own Redis Cluster slot (docs/keys.md), so on a cluster a request
+    // with several descriptors is split into one atomic call per slot, as envoyproxy/ratelimit
+    // does per descriptor (docs/redis.md, "Keys on Redis Cluster"). One server ignores this.
+    absl::StatusOr<std::unique_ptr<RedisStore>> redis = RedisStore::Create(
+        RedisStoreOptions{.url = std::string(url), .cross_slot = CrossSlot::kSplit});
     if (!redis.ok()) return redis.status();
     // Start-up is not gated on Redis (a crash loop while Redis restarts helps nobody); report it.
     if (absl::Status s = (*redis)->WaitForConnection(std::chrono::seconds(2)); !s.ok()) {
