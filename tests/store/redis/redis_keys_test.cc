@@ -91,6 +91,25 @@ TEST(RedisKeyScheme, TaggedKeysPutTheTagInTheHashTagAndTheNameAfterIt) {
   EXPECT_EQ(keys.StateKey("x{a}", Algorithm::kGcra), "sluice:{x%7Ba%7D}:gcra");
 }
 
+// Verifies the examples of docs/keys.md.
+TEST(RedisKeyScheme, DocumentedExamples) {
+  const RedisKeyScheme keys = DefaultScheme();
+  EXPECT_EQ(keys.StateKey("user:42", Algorithm::kGcra), "sluice:{user:42}:gcra");
+  EXPECT_EQ(keys.StateKey("{ip:192.0.2.7}shop:GET /api/orders/{id}:anonymous:burst",
+                          Algorithm::kFixedWindow),
+            "sluice:{ip:192.0.2.7}:shop:GET%20/api/orders/%7Bid%7D:anonymous:burst:fw");
+  EXPECT_EQ(keys.StateKey("{ip:2001:db8:1:2::/64}shop:*:*:global", Algorithm::kGcra),
+            "sluice:{ip:2001:db8:1:2::/64}:shop:*:*:global:gcra");
+  EXPECT_EQ(
+      keys.StateKey("{edge:remote_address:10.0.0.1}fixed_window:60000", Algorithm::kFixedWindow),
+      "sluice:{edge:remote_address:10.0.0.1}:fixed_window:60000:fw");
+  EXPECT_EQ(keys.StateKey(TaggedKey("a}b", "n"), Algorithm::kFixedWindow), "sluice:{a\\%7Db}:n:fw");
+  EXPECT_EQ(keys.StateKey("{tenant 7}100%", Algorithm::kTokenBucket),
+            "sluice:{tenant%207}:100%25:tb");
+  EXPECT_EQ(keys.max_plain_tag_bytes(), 186u);
+  EXPECT_EQ(keys.max_tagged_tag_bytes(), 141u);
+}
+
 TEST(RedisKeyScheme, Sha256Base64UrlIsTheUnpaddedUrlAlphabet) {
   EXPECT_EQ(Sha256Base64Url(""), "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
   EXPECT_EQ(Sha256Base64Url("abc"), "ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0");
