@@ -271,7 +271,10 @@ class RedisClient::Impl final : public internal::ConnectionObserver,
       return ready_ > 0 || last_error_fatal_;
     });
     if (ready_ > 0) return absl::OkStatus();
-    if (last_error_fatal_) return last_error_;
+    // A copy of its own, not a share of last_error_'s: Debian's Abseil is not built for TSan, so
+    // the last release of a shared Status, inside libabsl_status, would look like a race with
+    // the caller's reads of its message.
+    if (last_error_fatal_) return absl::Status(last_error_.code(), last_error_.message());
     return absl::DeadlineExceededError(
         absl::StrCat("redis ", config_.endpoint, ": no connection within ", timeout.count(), "ms",
                      last_error_.ok() ? "" : "; last error: ", last_error_.message()));

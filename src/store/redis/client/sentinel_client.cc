@@ -84,6 +84,9 @@ void internal::AddClientCounters(RedisClientStats& to, const RedisClientStats& f
 absl::StatusOr<std::shared_ptr<SentinelClient>> SentinelClient::Create(
     const SentinelClientOptions& options) {
   if (absl::Status valid = ValidateSentinelOptions(options); !valid.ok()) return valid;
+  // spdlog's registry is a function-local static in a library not built for TSan: made here,
+  // before any of our threads starts, its first use cannot look like a race between them.
+  spdlog::default_logger_raw();
   auto impl = std::make_shared<Impl>(options);
   if (absl::Status started = impl->Start(); !started.ok()) {
     impl->Shutdown();
@@ -405,7 +408,8 @@ absl::Status SentinelClient::Impl::WaitForConnection(milliseconds timeout) {
       });
       if (stopping_) return absl::UnavailableError(absl::StrCat(describe_, ": shut down"));
       if (primary_ == nullptr) {
-        if (last_error_final_) return last_error_;
+        // A copy of its own, not a share (see RedisClient's WaitForConnection()).
+        if (last_error_final_) return absl::Status(last_error_.code(), last_error_.message());
         return absl::DeadlineExceededError(absl::StrCat(
             "redis-sentinel ", describe_, ": no primary named within ", timeout.count(), "ms",
             last_error_.ok() ? "" : "; last error: ", last_error_.message()));

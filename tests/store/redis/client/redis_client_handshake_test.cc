@@ -5,11 +5,11 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 #include "src/store/redis/client/redis_client.h"
+#include "src/util/mutex.h"
 #include "tests/store/redis/client/redis_client_test_util.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/redis_server.h"
@@ -39,12 +39,12 @@ class Inbox {
         line +=
             (line.empty() ? "" : " ") + (e.is_integer() ? std::to_string(e.integer()) : e.str());
       }
-      absl::MutexLock lock(&mu_);
+      internal::MutexLock lock(&mu_);
       lines_.push_back(std::move(line));
     };
   }
   std::vector<std::string> lines() const {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     return lines_;
   }
   bool WaitForCount(size_t n) const {
@@ -52,7 +52,7 @@ class Inbox {
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable internal::Mutex mu_;
   std::vector<std::string> lines_ ABSL_GUARDED_BY(mu_);
 };
 
