@@ -187,9 +187,11 @@ class RedisStoreImpl final : public RedisStore {
     std::vector<std::string> args;
     args.reserve(kArgsPerCheck);
     AppendCheckArguments(limit, cost, args);
+    const std::vector<std::string> keys = {redis_key};
     // Each algorithm has its own script, so Redis runs only this algorithm's code.
-    runner_.Run(CheckScript(limit.algorithm), {redis_key}, args,
-                [redis_key, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
+    runner_.Run(CheckScript(limit.algorithm), keys, args,
+                [redis_key = std::move(redis_key),
+                 done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
                   if (!reply.ok()) {
                     std::move(done)(WithKey(reply.status(), redis_key));
                   } else if (reply->is_error()) {
