@@ -268,8 +268,8 @@ class Reader {
   absl::Status Identity(const YAML::Node& node, IdentitySpec& id) const {
     SLUICE_RETURN_IF_ERROR(
         CheckMap(node, "identity",
-                 {"api_key_header", "api_key_tier", "authenticated_tier", "anonymous_tier",
-                  "trusted_proxies", "forwarded_header", "ipv6_prefix"}));
+                 {"api_key_header", "api_key_unverified", "api_key_tier", "authenticated_tier",
+                  "anonymous_tier", "trusted_proxies", "forwarded_header", "ipv6_prefix"}));
     id.location = Location(node);
     for (auto [key, target] :
          {std::pair<const char*, std::string*>{"api_key_header", &id.api_key_header},
@@ -279,6 +279,10 @@ class Reader {
       if (node[key]) {
         SLUICE_ASSIGN_OR_RETURN(*target, String(node[key], absl::StrCat("identity.", key)));
       }
+    }
+    if (node["api_key_unverified"]) {
+      SLUICE_ASSIGN_OR_RETURN(id.api_key_unverified,
+                              Bool(node["api_key_unverified"], "identity.api_key_unverified"));
     }
     if (node["trusted_proxies"]) {
       const YAML::Node list = node["trusted_proxies"];
@@ -315,9 +319,10 @@ class Reader {
   }
 
   absl::Status Response(const YAML::Node& node, ResponseSpec& r) const {
-    SLUICE_RETURN_IF_ERROR(CheckMap(node, "response",
-                                    {"over_limit_status", "unavailable_status", "store_error",
-                                     "ratelimit_headers", "legacy_headers", "legacy_reset"}));
+    SLUICE_RETURN_IF_ERROR(CheckMap(
+        node, "response",
+        {"over_limit_status", "unavailable_status", "store_error", "local_fallback_instances",
+         "ratelimit_headers", "legacy_headers", "legacy_reset"}));
     r.location = Location(node);
     if (node["over_limit_status"]) {
       SLUICE_ASSIGN_OR_RETURN(
@@ -335,9 +340,16 @@ class Reader {
         r.store_error = StoreErrorAction::kReject;
       } else if (v == "allow") {
         r.store_error = StoreErrorAction::kAllow;
+      } else if (v == "local") {
+        r.store_error = StoreErrorAction::kLocal;
       } else {
-        return Error(node["store_error"], "response.store_error", "must be reject or allow");
+        return Error(node["store_error"], "response.store_error", "must be local, reject or allow");
       }
+    }
+    if (node["local_fallback_instances"]) {
+      SLUICE_ASSIGN_OR_RETURN(
+          r.local_fallback_instances,
+          Int(node["local_fallback_instances"], "response.local_fallback_instances", 1, 1'000'000));
     }
     if (node["ratelimit_headers"]) {
       SLUICE_ASSIGN_OR_RETURN(r.ratelimit_headers,

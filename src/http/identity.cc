@@ -42,6 +42,29 @@ std::string ApiKeyIdentity(std::string_view api_key) {
   return absl::StrCat("key:", Sha256Hex(api_key).substr(0, 32));
 }
 
+namespace {
+
+// The identity of the client address: the peer, or the client a trusted proxy names.
+std::string AddressIdentity(const IdentitySpec& spec, const ClientIpOptions& client_ip,
+                            const RequestView& request) {
+  if (client_ip.trusted_proxies.empty() && IsCanonicalIpv4(request.peer_address)) {
+    // The common case, no proxy trusted: the client is the peer, whose text (as adapters write
+    // it) is already the canonical form, so it need not be parsed and printed again.
+    return absl::StrCat("ip:", AbslView(request.peer_address));
+  }
+  if (std::optional<IpAddress> ip =
+          ResolveClientIp(client_ip, request.peer_address, request.headers)) {
+    if (ip->v6 && spec.ipv6_prefix_bits < 128) {
+      return absl::StrCat("ip:", ip->Masked(spec.ipv6_prefix_bits).ToString(), "/",
+                          spec.ipv6_prefix_bits);
+    }
+    return absl::StrCat("ip:", ip->ToString());
+  }
+  return "ip:unknown";
+}
+
+}  // namespace
+
 ResolvedIdentity ResolveIdentity(const IdentitySpec& spec, const ClientIpOptions& client_ip,
                                  const MiddlewareOptions& options, const RequestView& request) {
   if (options.authenticate) {
@@ -49,39 +72,34 @@ ResolvedIdentity ResolveIdentity(const IdentitySpec& spec, const ClientIpOptions
     if (principal && !principal->id.empty()) {
       return {.kind = IdentityKind::kUser,
               .key = absl::StrCat("user:", principal->id),
-              .tier = principal->tier.empty() ? spec.authenticated_tier : principal->tier};
+              .tier = principal->tier.empty() ? spec.authenticated_tier : principal->tier,
+              .address_key = {}};
     }
   }
-  if (!spec.api_key_header.empty()) {
+  // An API key is an identity only if someone vouches for it: the verifier, or the operator who
+  // set api_key_unverified. Otherwise a client would pick a fresh bucket by sending a fresh key.
+  if (!spec.api_key_header.empty() && (options.verify_api_key || spec.api_key_unverified)) {
     const std::string_view key = TrimSpaces(request.Header(spec.api_key_header).value_or(""));
     if (!key.empty()) {
-      std::optional<std::string> tier = spec.api_key_tier;
-      if (options.verify_api_key) tier = options.verify_api_key(key);
-      if (tier) {
+      if (options.verify_api_key) {
+        if (std::optional<std::string> tier = options.verify_api_key(key)) {
+          return {.kind = IdentityKind::kApiKey,
+                  .key = ApiKeyIdentity(key),
+                  .tier = tier->empty() ? spec.api_key_tier : *std::move(tier),
+                  .address_key = {}};
+        }
+      } else {
         return {.kind = IdentityKind::kApiKey,
                 .key = ApiKeyIdentity(key),
-                .tier = tier->empty() ? spec.api_key_tier : *std::move(tier)};
+                .tier = spec.api_key_tier,
+                .address_key = AddressIdentity(spec, client_ip, request)};
       }
     }
   }
-  ResolvedIdentity out{.kind = IdentityKind::kIp, .key = {}, .tier = spec.anonymous_tier};
-  if (client_ip.trusted_proxies.empty() && IsCanonicalIpv4(request.peer_address)) {
-    // The common case, no proxy trusted: the client is the peer, whose text (as adapters write
-    // it) is already the canonical form, so it need not be parsed and printed again.
-    out.key = absl::StrCat("ip:", AbslView(request.peer_address));
-    return out;
-  }
-  out.key = "ip:unknown";
-  if (std::optional<IpAddress> ip =
-          ResolveClientIp(client_ip, request.peer_address, request.headers)) {
-    if (ip->v6 && spec.ipv6_prefix_bits < 128) {
-      out.key = absl::StrCat("ip:", ip->Masked(spec.ipv6_prefix_bits).ToString(), "/",
-                             spec.ipv6_prefix_bits);
-    } else {
-      out.key = absl::StrCat("ip:", ip->ToString());
-    }
-  }
-  return out;
+  return {.kind = IdentityKind::kIp,
+          .key = AddressIdentity(spec, client_ip, request),
+          .tier = spec.anonymous_tier,
+          .address_key = {}};
 }
 
 }  // namespace sluice::http::internal

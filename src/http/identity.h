@@ -22,6 +22,10 @@ struct ResolvedIdentity {
   // SHA-256>" or "ip:<address>" ("ip:<network>/<bits>" for IPv6, "ip:unknown" without a peer).
   std::string key;
   std::string tier;
+  // The identity of the client address, "ip:<address>" as above, when `key` is only claimed by
+  // the request (an API key under IdentitySpec::api_key_unverified); empty otherwise. The global
+  // rule counts such a request by this, not by its claim.
+  std::string address_key;
 };
 
 // ResolveIdentity()

@@ -1,9 +1,13 @@
 #include "sluice/http/middleware.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <span>
 #include <utility>
+#include <vector>
+
+#include "sluice/memory_store.h"
 
 #include "src/http/request_call.h"
 
@@ -13,6 +17,28 @@ namespace {
 // A cache line on the machines we run on. Not std::hardware_destructive_interference_size: GCC
 // warns that its value may differ between compilers, and clang's libstdc++ headers lack it.
 constexpr size_t kCacheLine = 64;
+// The local limiter of StoreErrorAction::kLocal holds at most this much.
+constexpr size_t kLocalLimiterMaxBytes = size_t{64} << 20;
+
+// As the failure policy (failure_policy.h): InvalidArgument is the caller's mistake, not an outage.
+bool IsStoreFailure(const absl::Status& status) {
+  return !status.ok() && !absl::IsInvalidArgument(status);
+}
+
+// `limit` divided among `instances`, as FailurePolicy::expected_instances divides it.
+Limit LocalShare(const Limit& limit, int64_t instances) {
+  const int64_t n = std::max<int64_t>(1, instances);
+  Limit share = limit;
+  share.limit = std::max<int64_t>(1, limit.limit / n);
+  if (share.burst.has_value()) share.burst = std::max<int64_t>(1, *limit.burst / n);
+  return share;
+}
+
+// Whether the call's store error is answered by the local limiter.
+bool UsesLocalFallback(const internal::RequestCall& call, const absl::Status& status) {
+  return IsStoreFailure(status) &&
+         call.config().spec().response.store_error == StoreErrorAction::kLocal;
+}
 }  // namespace
 
 // Each counter on its own cache line: they are bumped by every request on every thread.
@@ -22,6 +48,7 @@ struct Middleware::Counters {
   alignas(kCacheLine) std::atomic<uint64_t> over_limit{0};
   alignas(kCacheLine) std::atomic<uint64_t> ok{0};
   alignas(kCacheLine) std::atomic<uint64_t> error{0};
+  alignas(kCacheLine) std::atomic<uint64_t> local_fallback{0};
 
   void Add(const internal::Tally& t) {
     if (t.ok) ok.fetch_add(1, std::memory_order_relaxed);
@@ -37,19 +64,49 @@ absl::StatusOr<std::unique_ptr<Middleware>> Middleware::Create(MiddlewareOptions
     return absl::InvalidArgumentError("middleware: config is required");
   }
   if (options.clock == nullptr) options.clock = &Clock::Real();
-  return std::unique_ptr<Middleware>(new Middleware(std::move(options)));
+  absl::StatusOr<std::unique_ptr<MemoryStore>> local =
+      MemoryStore::Create({.clock = options.clock, .max_bytes = kLocalLimiterMaxBytes});
+  if (!local.ok()) return local.status();
+  return std::unique_ptr<Middleware>(new Middleware(std::move(options), *std::move(local)));
 }
 
-Middleware::Middleware(MiddlewareOptions options)
+Middleware::Middleware(MiddlewareOptions options, std::unique_ptr<Store> local)
     : options_(std::move(options)),
       config_(options_.config),
       counters_(std::make_unique<Counters>()),
+      local_(std::move(local)),
       store_answers_inline_(options_.store->AnswersInline()) {
   // The snapshot lives in config_ only, so that SetConfig() is the one owner of changes.
   options_.config.reset();
 }
 
 Middleware::~Middleware() = default;
+
+absl::StatusOr<MultiDecision> Middleware::WithLocalFallback(const internal::RequestCall& call,
+                                                            absl::StatusOr<MultiDecision> result) {
+  if (result.ok() || !UsesLocalFallback(call, result.status())) return result;
+  const int64_t instances = call.config().spec().response.local_fallback_instances;
+  std::vector<LimitCheck> shares(call.checks().begin(), call.checks().end());
+  for (LimitCheck& check : shares) check.limit = LocalShare(check.limit, instances);
+  absl::StatusOr<MultiDecision> local = local_->CheckAll(shares);
+  if (!local.ok()) return result;  // The store's error says more than the local one.
+  for (Decision& d : local->decisions) d.from_fallback = true;
+  counters_->local_fallback.fetch_add(1, std::memory_order_relaxed);
+  return local;
+}
+
+absl::StatusOr<Decision> Middleware::WithLocalFallback(const internal::RequestCall& call,
+                                                       absl::StatusOr<Decision> result) {
+  if (result.ok() || !UsesLocalFallback(call, result.status())) return result;
+  const LimitCheck& check = call.checks()[0];
+  absl::StatusOr<Decision> local = local_->Check(
+      check.key, LocalShare(check.limit, call.config().spec().response.local_fallback_instances),
+      check.cost);
+  if (!local.ok()) return result;
+  local->from_fallback = true;
+  counters_->local_fallback.fetch_add(1, std::memory_order_relaxed);
+  return local;
+}
 
 Verdict Middleware::Decide(const RequestView& request) {
   internal::RequestCall call(config_.load(), this);
@@ -59,9 +116,11 @@ Verdict Middleware::Decide(const RequestView& request) {
   const std::span<const LimitCheck> checks = call.checks();
   Verdict verdict =
       checks.size() == 1
-          ? call.Finish(options_.store->Check(checks[0].key, checks[0].limit, checks[0].cost),
-                        options_, tally)
-          : call.Finish(options_.store->CheckAll(checks), options_, tally);
+          ? call.Finish(
+                WithLocalFallback(
+                    call, options_.store->Check(checks[0].key, checks[0].limit, checks[0].cost)),
+                options_, tally)
+          : call.Finish(WithLocalFallback(call, options_.store->CheckAll(checks)), options_, tally);
   counters_->Add(tally);
   return verdict;
 }
@@ -88,7 +147,8 @@ void Middleware::DecideAsync(const RequestView& request, VerdictCallback done) {
   auto finish = [call](auto result) {
     internal::Tally tally;
     Middleware& self = *call->owner;
-    Verdict verdict = call->Finish(std::move(result), self.options_, tally);
+    Verdict verdict =
+        call->Finish(self.WithLocalFallback(*call, std::move(result)), self.options_, tally);
     self.counters_->Add(tally);
     std::move(call->done)(std::move(verdict));
   };
@@ -121,11 +181,13 @@ absl::Status Middleware::Reload(const std::filesystem::path& path) {
 std::shared_ptr<const MiddlewareConfig> Middleware::config() const { return config_.load(); }
 
 MiddlewareStats Middleware::Stats() const {
-  return MiddlewareStats{.enabled = counters_->enabled.load(std::memory_order_relaxed),
-                         .enforced = counters_->enforced.load(std::memory_order_relaxed),
-                         .over_limit = counters_->over_limit.load(std::memory_order_relaxed),
-                         .ok = counters_->ok.load(std::memory_order_relaxed),
-                         .error = counters_->error.load(std::memory_order_relaxed)};
+  return MiddlewareStats{
+      .enabled = counters_->enabled.load(std::memory_order_relaxed),
+      .enforced = counters_->enforced.load(std::memory_order_relaxed),
+      .over_limit = counters_->over_limit.load(std::memory_order_relaxed),
+      .ok = counters_->ok.load(std::memory_order_relaxed),
+      .error = counters_->error.load(std::memory_order_relaxed),
+      .local_fallback = counters_->local_fallback.load(std::memory_order_relaxed)};
 }
 
 }  // namespace sluice::http

@@ -48,10 +48,15 @@ RequestCall::State RequestCall::Prepare(const RequestView& request,
   checks_.reserve(tier_->policies.size());
   // The identity is the tag of every key of this request: one shard, one atomic CheckAll.
   const std::string key_tag = IdentityKeyTag(identity_.key);
+  // Except for a claimed identity: its global (flood guard) limits count the client address, so
+  // that sending a fresh claim does not give a fresh guard. Its keys then have two tags (on Redis
+  // Cluster: see RedisStoreOptions::cross_slot).
+  const std::string address_tag =
+      identity_.address_key.empty() ? std::string() : IdentityKeyTag(identity_.address_key);
   for (const CompiledPolicy& policy : tier_->policies) {
-    checks_.push_back(LimitCheck{.key = BuildCounterKeyFromTag(policy, key_tag),
-                                 .limit = policy.limit,
-                                 .cost = policy.cost});
+    const std::string& tag = policy.global && !address_tag.empty() ? address_tag : key_tag;
+    checks_.push_back(LimitCheck{
+        .key = BuildCounterKeyFromTag(policy, tag), .limit = policy.limit, .cost = policy.cost});
   }
   state_ = State::kWaitingForStore;
   return state_;

@@ -76,6 +76,8 @@ class RequestCall {
   Middleware* const owner;
 
   State state() const { return state_; }
+  // The config snapshot the call runs under.
+  const MiddlewareConfig& config() const { return *config_; }
 
  private:
   // `status` is the store's error, or OK with one decision per check in `decisions`.

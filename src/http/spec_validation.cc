@@ -228,6 +228,11 @@ absl::Status NormalizeAndValidate(MiddlewareSpec& spec) {
                                      "response.over_limit_status"));
   SLUICE_RETURN_IF_ERROR(CheckStatus(spec.response.unavailable_status, spec.response.location,
                                      "response.unavailable_status"));
+  if (spec.response.local_fallback_instances < 1 ||
+      spec.response.local_fallback_instances > 1'000'000) {
+    return SpecError(spec.response.location, "response.local_fallback_instances",
+                     "must be in [1, 1000000]");
+  }
   return absl::OkStatus();
 }
 

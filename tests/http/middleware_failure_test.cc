@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -42,15 +43,16 @@ routes:
         - {name: hourly, limit: 3, period: 1h}
 )";
 
-TEST(MiddlewareFailure, StoreErrorIs503WithoutRateLimitHeaders) {
+TEST(MiddlewareFailure, StoreErrorIs503WithoutRateLimitHeadersWhenSetToReject) {
   sluice::testing::ManualClock clock;
   sluice::testing::FaultyStore faulty(MemoryStore::Create({.clock = &clock}).value());
   faulty.Fail(absl::UnavailableError("redis down"));
   std::optional<RejectInfo> seen;
   std::unique_ptr<Middleware> middleware =
-      Middleware::Create({.store = &faulty,
-                          .config = Rules(kRules),
-                          .on_reject = [&](const RejectInfo& info, Verdict&) { seen = info; }})
+      Middleware::Create(
+          {.store = &faulty,
+           .config = Rules(absl::StrCat("response: {store_error: reject}\n", kRules)),
+           .on_reject = [&](const RejectInfo& info, Verdict&) { seen = info; }})
           .value();
   const Verdict v = Send(*middleware, {.path = "/api/orders/1"});
   EXPECT_EQ(v.status, 503);
@@ -62,6 +64,56 @@ TEST(MiddlewareFailure, StoreErrorIs503WithoutRateLimitHeaders) {
   EXPECT_EQ(seen->store_status.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(middleware->Stats().error, 1u);
   EXPECT_EQ(middleware->Stats().enforced, 1u);
+}
+
+// Verifies the default (StoreErrorAction::kLocal): while the store fails, the middleware keeps
+// limiting on its own limiter, the limit divided among local_fallback_instances; passes carry no
+// RateLimit headers (they describe no real quota) and refusals are 503 with Retry-After. When the
+// store is back, its counters decide again.
+TEST(MiddlewareFailure, StoreErrorIsDecidedByTheLocalLimiterByDefault) {
+  sluice::testing::ManualClock clock;
+  sluice::testing::FaultyStore faulty(MemoryStore::Create({.clock = &clock}).value());
+  std::unique_ptr<Middleware> middleware =
+      Middleware::Create({.store = &faulty, .config = Rules(kRules), .clock = &clock}).value();
+  EXPECT_EQ(middleware->config()->spec().response.store_error, StoreErrorAction::kLocal);
+  faulty.Fail(absl::UnavailableError("redis down"));
+  // burst 2 and hourly 3: the first two pass, the third is refused by the local burst limit.
+  for (int i = 0; i < 2; ++i) {
+    const Verdict v = Send(*middleware, {.path = "/api/orders/1"});
+    EXPECT_TRUE(v.passed()) << i;
+    EXPECT_EQ(v.FindHeader("RateLimit"), nullptr);
+  }
+  const Verdict refused = Send(*middleware, {.path = "/api/orders/1"});
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(HeaderOr(refused, "Retry-After"), "1");
+  // Another client has its own local bucket.
+  EXPECT_TRUE(Send(*middleware, {.path = "/api/orders/1", .peer = "192.0.2.99"}).passed());
+  MiddlewareStats stats = middleware->Stats();
+  EXPECT_EQ(stats.error, 4u);
+  EXPECT_EQ(stats.local_fallback, 4u);
+  EXPECT_EQ(stats.over_limit, 0u);
+
+  faulty.Heal();
+  const Verdict back = Send(*middleware, {.path = "/api/orders/1"});
+  EXPECT_TRUE(back.passed());
+  EXPECT_NE(back.FindHeader("RateLimit"), nullptr);
+  EXPECT_EQ(middleware->Stats().local_fallback, 4u);
+}
+
+TEST(MiddlewareFailure, LocalLimiterDividesLimitsAmongInstances) {
+  sluice::testing::ManualClock clock;
+  sluice::testing::FaultyStore faulty(MemoryStore::Create({.clock = &clock}).value());
+  faulty.Fail(absl::DeadlineExceededError("slow"));
+  std::unique_ptr<Middleware> middleware =
+      Middleware::Create(
+          {.store = &faulty,
+           .config = Rules("response: {local_fallback_instances: 4}\nroutes:\n  - name: r\n"
+                           "    path: /r\n    limits: [{limit: 8, period: 1h}]\n"),
+           .clock = &clock})
+          .value();
+  int passed = 0;
+  for (int i = 0; i < 20; ++i) passed += Send(*middleware, {.path = "/r"}).passed() ? 1 : 0;
+  EXPECT_EQ(passed, 2);  // 8 / 4 instances.
 }
 
 TEST(MiddlewareFailure, StoreErrorCanFailOpen) {

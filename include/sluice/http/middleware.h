@@ -11,9 +11,10 @@
 // A passed request gets RateLimit-Policy and RateLimit headers for its response (and optionally
 // X-RateLimit-*); a rejected one gets a complete response: 429 (configurable) with Retry-After and
 // an application/problem+json body (RFC 9457) listing `violated-policies`. When the store cannot
-// decide, the store's failure policy (failure_policy.h) answers; its denials, and store errors that
-// reach the middleware, are 503, never 429: the client did nothing wrong. In dry-run mode nothing
-// is ever rejected, but everything is decided, counted and reported in headers.
+// decide, the store's failure policy (failure_policy.h) answers; a store error that still reaches
+// the middleware is decided by its own local limiter by default (StoreErrorAction::kLocal). Those
+// denials are 503, never 429: the client did nothing wrong. In dry-run mode nothing is ever
+// rejected, but everything is decided, counted and reported in headers.
 //
 // Framework adapters: beast.h (Boost.Beast, async) and httplib.h (cpp-httplib, sync).
 //
@@ -48,6 +49,10 @@
 #include "sluice/store.h"
 
 namespace sluice::http {
+
+namespace internal {
+class RequestCall;
+}  // namespace internal
 
 // Who the application's authentication says a request is from.
 struct Principal {
@@ -97,6 +102,8 @@ struct MiddlewareStats {
   // Requests whose decision the store could not make: a store error, or an answer of the failure
   // policy (Decision::from_fallback).
   uint64_t error = 0;
+  // Of those, requests decided by the middleware's own local limiter (StoreErrorAction::kLocal).
+  uint64_t local_fallback = 0;
 };
 
 struct MiddlewareOptions {
@@ -111,13 +118,15 @@ struct MiddlewareOptions {
   std::function<std::optional<Principal>(const RequestView&)> authenticate{};
   // Second resolver, for API keys (IdentitySpec::api_key_header): returns the tier of a valid key,
   // "" for a valid key of IdentitySpec::api_key_tier, or nullopt for an unknown key (the chain
-  // then goes on to the client IP). Without it every presented key is accepted, which lets a client
-  // pick a fresh bucket by sending a fresh key; set it in production. Default: none.
+  // then goes on to the client IP). Without it the API key header is ignored (a client could
+  // otherwise pick a fresh bucket by sending a fresh key), unless IdentitySpec::api_key_unverified
+  // says to trust it. Default: none.
   std::function<std::optional<std::string>(std::string_view api_key)> verify_api_key{};
   // Called on every rejection before it is returned, to adjust status, headers or body.
   // Default: none.
   std::function<void(const RejectInfo&, Verdict&)> on_reject{};
-  // For X-RateLimit-Reset in epoch seconds. Not owned. Default (nullptr): Clock::Real().
+  // For X-RateLimit-Reset in epoch seconds, and the local limiter of StoreErrorAction::kLocal.
+  // Not owned. Default (nullptr): Clock::Real().
   Clock* clock = nullptr;
 };
 
@@ -127,7 +136,8 @@ class Middleware {
 
   // Middleware::Create()
   //
-  // Returns a middleware, or InvalidArgument when `store` or `config` is missing.
+  // Returns a middleware, or InvalidArgument when `store` or `config` is missing. The middleware
+  // holds a local limiter (a memory store of at most 64 MiB) for StoreErrorAction::kLocal.
   static absl::StatusOr<std::unique_ptr<Middleware>> Create(MiddlewareOptions options);
 
   Middleware(const Middleware&) = delete;
@@ -169,11 +179,20 @@ class Middleware {
 
  private:
   struct Counters;
-  explicit Middleware(MiddlewareOptions options);
+  explicit Middleware(MiddlewareOptions options, std::unique_ptr<Store> local);
+
+  // When the store failed and the call's config says kLocal, returns the local limiter's answer
+  // to the call's checks (marked from_fallback); else `result` as it is.
+  absl::StatusOr<MultiDecision> WithLocalFallback(const internal::RequestCall& call,
+                                                  absl::StatusOr<MultiDecision> result);
+  absl::StatusOr<Decision> WithLocalFallback(const internal::RequestCall& call,
+                                             absl::StatusOr<Decision> result);
 
   MiddlewareOptions options_;
   std::atomic<std::shared_ptr<const MiddlewareConfig>> config_;
   std::unique_ptr<Counters> counters_;
+  // The local limiter of StoreErrorAction::kLocal (a memory store).
+  std::unique_ptr<Store> local_;
   bool store_answers_inline_ = false;
 };
 

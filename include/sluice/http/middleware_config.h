@@ -100,9 +100,16 @@ struct RuleSpec {
 
 struct IdentitySpec {
   // Header carrying an API key, the second resolver of the identity chain (after the
-  // application's authentication callback, before the client IP); "" disables it. The key is
-  // hashed (SHA-256) before it becomes part of a store key. Default: "X-API-Key".
+  // application's authentication callback, before the client IP); "" disables it. A key becomes
+  // the identity only when MiddlewareOptions::verify_api_key accepts it, or, without a verifier,
+  // when `api_key_unverified` is set; otherwise the header is ignored. The key is hashed (SHA-256)
+  // before it becomes part of a store key. Default: "X-API-Key".
   std::string api_key_header = "X-API-Key";
+  // Without a verifier, count every presented API key as an identity of its own. A client can
+  // then pick a fresh bucket by sending a fresh key, so only set this where keys were checked
+  // before the request got here (a gateway that refuses unknown keys). The global rule of such a
+  // request is still counted per client address (see MiddlewareSpec::global). Default: false.
+  bool api_key_unverified = false;
   // Tier of a request identified by API key, unless the key verifier names one.
   // Default: "authenticated".
   std::string api_key_tier = "authenticated";
@@ -123,10 +130,15 @@ struct IdentitySpec {
 
 // What a store error that reaches the middleware (failure policy kPropagate) does.
 enum class StoreErrorAction : uint8_t {
-  // Answer `unavailable_status` (503): fail closed. The default.
+  // Answer `unavailable_status` (503): fail closed.
   kReject = 0,
   // Let the request through without RateLimit headers: fail open.
   kAllow = 1,
+  // Decide on the middleware's own in-process limiter, each limit divided by
+  // `local_fallback_instances`: requests within this instance's share pass (without RateLimit
+  // headers), the rest get `unavailable_status` with Retry-After. The default: a store outage
+  // neither rejects everyone nor lifts every limit (docs/middleware.md says why).
+  kLocal = 2,
 };
 
 // How the legacy X-RateLimit-Reset header counts.
@@ -143,8 +155,11 @@ struct ResponseSpec {
   // Status of a request refused because the store could not decide (a failure-policy denial, or
   // a store error with StoreErrorAction::kReject). 400..599. Default: 503.
   int unavailable_status = 503;
-  // Default: kReject.
-  StoreErrorAction store_error = StoreErrorAction::kReject;
+  // Default: kLocal.
+  StoreErrorAction store_error = StoreErrorAction::kLocal;
+  // kLocal: the number of instances sharing the limits, which each limit (and burst) is divided
+  // by, rounded down, at least 1. Default: 1.
+  int64_t local_fallback_instances = 1;
   // Send RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers). Default: true.
   bool ratelimit_headers = true;
   // Also send X-RateLimit-Limit, -Remaining and -Reset, for the most constrained policy.
@@ -161,7 +176,10 @@ struct MiddlewareSpec {
   std::string area = "http";
   // Decide, count and add headers, but never reject. Default: false.
   bool dry_run = false;
-  // Limits applied to every request before its route's (as ASP.NET Core's GlobalLimiter).
+  // Limits applied to every request before its route's (as ASP.NET Core's GlobalLimiter): the
+  // flood guard. Counted per identity when the identity is vouched for (the authentication
+  // callback, a verified API key, the client address), and per client address when it is only
+  // claimed (an API key under api_key_unverified), so that a fresh claim is never a fresh guard.
   std::optional<RuleSpec> global{};
   // Route rules; the first match (in order) applies.
   std::vector<RuleSpec> routes{};
