@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -313,6 +315,60 @@ TEST(SentinelClientReadOnly, ResendsOnceToTheNewPrimaryAfterReadOnly) {
   EXPECT_EQ(stats.primary_changes, 1u);
   EXPECT_EQ(stats.switch_messages, 0u);
   EXPECT_EQ(stats.discoveries, 2u);
+}
+
+// Keeps `in_flight` PINGs going through `router` for `duration`; returns {commands per second,
+// this process's CPU microseconds per command}.
+std::pair<double, double> Saturate(RedisRouter& router, int in_flight, milliseconds duration) {
+  std::atomic<int64_t> done{0};
+  std::atomic<bool> stop{false};
+  std::atomic<int> outstanding{0};
+  std::function<void()> send = [&] {
+    outstanding.fetch_add(1);
+    router.Route(RedisCommand::Format({"PING"}), "", milliseconds(1000),
+                 [&](absl::StatusOr<RedisReply>) {
+                   done.fetch_add(1);
+                   if (!stop.load()) send();
+                   outstanding.fetch_sub(1);
+                 });
+  };
+  timespec cpu0{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu0);
+  const auto start = SteadyClock::now();
+  for (int i = 0; i < in_flight; ++i) send();
+  std::this_thread::sleep_for(duration);
+  stop.store(true);
+  const double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  timespec cpu1{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1);
+  const int64_t n = done.load();
+  testing::WaitFor([&] { return outstanding.load() == 0; }, 5'000);
+  const double cpu_us = static_cast<double>(cpu1.tv_sec - cpu0.tv_sec) * 1e6 +
+                        static_cast<double>(cpu1.tv_nsec - cpu0.tv_nsec) / 1e3;
+  return {static_cast<double>(n) / seconds, cpu_us / static_cast<double>(n)};
+}
+
+// A measurement, not run by default (--gtest_also_run_disabled_tests): what routing through the
+// Sentinel client costs over the primary's own RedisClient (a lock, a copy of the command for a
+// READONLY resend, a shared_ptr per command), 64 PINGs in flight, three runs each, alternating.
+TEST(SentinelClientOverhead, DISABLED_RouteCostsAboutWhatTheClientCosts) {
+  std::unique_ptr<RedisSentinel> sentinel = StartSentinels();
+  ASSERT_NE(sentinel, nullptr);
+  std::shared_ptr<SentinelClient> routed = Create(OptionsFor(sentinel->Url()));
+  ASSERT_NE(routed, nullptr);
+  ASSERT_TRUE(routed->WaitForConnection(kWait).ok());
+  absl::StatusOr<StoreUrl> direct_url =
+      ParseStoreUrl(absl::StrCat("redis://", Local(sentinel->primary_port())));
+  ASSERT_TRUE(direct_url.ok());
+  absl::StatusOr<std::unique_ptr<RedisClient>> direct = RedisClient::Create({.url = *direct_url});
+  ASSERT_TRUE(direct.ok());
+  ASSERT_TRUE((*direct)->WaitForConnection(kWait).ok());
+  for (int run = 0; run < 3; ++run) {
+    const auto [direct_rate, direct_cpu] = Saturate(**direct, 64, milliseconds(2000));
+    const auto [routed_rate, routed_cpu] = Saturate(*routed, 64, milliseconds(2000));
+    std::printf("RedisClient %.0f/s %.2f us CPU each; SentinelClient %.0f/s %.2f us CPU each\n",
+                direct_rate, direct_cpu, routed_rate, routed_cpu);
+  }
 }
 
 }  // namespace
