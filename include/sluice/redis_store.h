@@ -97,6 +97,13 @@ struct RedisStoreStats {
   uint64_t script_calls = 0;
   // Calls resent with the script text after Redis answered NOSCRIPT (its cache was emptied).
   uint64_t noscript_resends = 0;
+  // Connections established (first connects and reconnects), connection attempts that failed,
+  // and established connections lost, over every server. Each loss, the first failed attempt of
+  // a series and each recovery are also logged (URL redacted, at most four lines a second per
+  // client); failed checks are logged by the failure policy (failure_policy.h).
+  uint64_t connects = 0;
+  uint64_t connect_failures = 0;
+  uint64_t disconnects = 0;
 };
 
 class RedisStore : public Store {

@@ -172,8 +172,12 @@ class RedisStoreImpl final : public RedisStore {
 
   RedisStoreStats Stats() const override {
     const ScriptRunnerStats runner = runner_.Stats();
+    const RedisClientStats client = router_->RouterStats();
     return RedisStoreStats{.script_calls = runner.runs,
-                           .noscript_resends = runner.noscript_resends};
+                           .noscript_resends = runner.noscript_resends,
+                           .connects = client.connects,
+                           .connect_failures = client.connect_failures,
+                           .disconnects = client.disconnects};
   }
 
  private:
