@@ -117,19 +117,19 @@ absl::Status RedisCluster::Launch() {
     for (int attempt = 0; attempt < 3 && node == nullptr; ++attempt) {
       absl::StatusOr<int> bus_port = FreeLoopbackPort();
       if (!bus_port.ok()) return bus_port.status();
-      RedisServer::Options server_options{.config = {
-                                              {"cluster-enabled", "yes"},
-                                              {"cluster-config-file", "nodes.conf"},
-                                              {"cluster-port", absl::StrCat(*bus_port)},
-                                              {"cluster-node-timeout",
-                                               absl::StrCat(options_.node_timeout.count())},
-                                              // Any replica may take over, however stale.
-                                              {"cluster-replica-validity-factor", "0"},
-                                              // Replicas stay where the test put them.
-                                              {"cluster-allow-replica-migration", "no"},
-                                              // Replicas sync at once, not after 5 s.
-                                              {"repl-diskless-sync-delay", "0"},
-                                          }};
+      RedisServer::Options server_options{
+          .config = {
+              {"cluster-enabled", "yes"},
+              {"cluster-config-file", "nodes.conf"},
+              {"cluster-port", absl::StrCat(*bus_port)},
+              {"cluster-node-timeout", absl::StrCat(options_.node_timeout.count())},
+              // Any replica may take over, however stale.
+              {"cluster-replica-validity-factor", "0"},
+              // Replicas stay where the test put them.
+              {"cluster-allow-replica-migration", "no"},
+              // Replicas sync at once, not after 5 s.
+              {"repl-diskless-sync-delay", "0"},
+          }};
       for (const auto& entry : options_.config) server_options.config.push_back(entry);
       absl::StatusOr<std::unique_ptr<RedisServer>> started = RedisServer::Start(server_options);
       if (started.ok()) {
@@ -149,8 +149,8 @@ absl::Status RedisCluster::Create() const {
   if (!cli.ok()) return cli.status();
   std::vector<std::string> argv = {*cli, "--cluster", "create"};
   for (const auto& node : nodes_) argv.push_back(absl::StrCat("127.0.0.1:", node->port()));
-  argv.insert(argv.end(), {"--cluster-replicas", absl::StrCat(options_.replicas_per_primary),
-                           "--cluster-yes"});
+  argv.insert(argv.end(),
+              {"--cluster-replicas", absl::StrCat(options_.replicas_per_primary), "--cluster-yes"});
   absl::StatusOr<std::pair<int, std::string>> ran = RunToExit(argv, 30'000);
   if (!ran.ok()) return ran.status();
   if (ran->first != 0) {
@@ -308,10 +308,9 @@ absl::Status RedisCluster::CheckHealthy() const {
     if (!info.ok()) return info.status();
     if (InfoField(*info, "cluster_state") != "ok" ||
         InfoField(*info, "cluster_slots_assigned") != absl::StrCat(kSlots)) {
-      return absl::UnavailableError(absl::StrCat("node ", port, ": cluster_state ",
-                                                 InfoField(*info, "cluster_state"), ", ",
-                                                 InfoField(*info, "cluster_slots_assigned"),
-                                                 " slots assigned"));
+      return absl::UnavailableError(
+          absl::StrCat("node ", port, ": cluster_state ", InfoField(*info, "cluster_state"), ", ",
+                       InfoField(*info, "cluster_slots_assigned"), " slots assigned"));
     }
     absl::StatusOr<std::vector<ClusterNodeInfo>> nodes = Nodes(port);
     if (!nodes.ok()) return nodes.status();
@@ -378,7 +377,8 @@ absl::Status RedisCluster::BeginSlotMigration(int slot, int to_port) {
            {*from_port, {"CLUSTER", "SETSLOT", s, "MIGRATING", *to_id}}}) {
     absl::StatusOr<std::string> ok = Command(port, argv);
     if (!ok.ok()) return ok.status();
-    if (*ok != "OK") return absl::InternalError(absl::StrCat("CLUSTER SETSLOT on ", port, ": ", *ok));
+    if (*ok != "OK")
+      return absl::InternalError(absl::StrCat("CLUSTER SETSLOT on ", port, ": ", *ok));
   }
   migrations_[slot] = Migration{.from_port = *from_port, .to_port = to_port, .to_id = *to_id};
   return absl::OkStatus();
@@ -396,7 +396,7 @@ absl::Status RedisCluster::MigrateSlotKeys(int slot, int batch) {
     if (!keys.ok()) return keys.status();
     if (keys->empty()) return absl::OkStatus();
     std::vector<std::string> argv = {"MIGRATE", "127.0.0.1", absl::StrCat(m.to_port), "", "0",
-                                     "5000", "KEYS"};
+                                     "5000",    "KEYS"};
     argv.insert(argv.end(), keys->begin(), keys->end());
     absl::StatusOr<std::string> ok = Command(m.from_port, argv);
     if (!ok.ok()) return ok.status();
@@ -425,7 +425,8 @@ absl::Status RedisCluster::FinishSlotMigration(int slot) {
     absl::StatusOr<std::string> ok =
         Command(port, {"CLUSTER", "SETSLOT", absl::StrCat(slot), "NODE", m.to_id});
     if (!ok.ok()) return ok.status();
-    if (*ok != "OK") return absl::InternalError(absl::StrCat("CLUSTER SETSLOT on ", port, ": ", *ok));
+    if (*ok != "OK")
+      return absl::InternalError(absl::StrCat("CLUSTER SETSLOT on ", port, ": ", *ok));
   }
   return absl::OkStatus();
 }

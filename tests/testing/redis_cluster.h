@@ -40,8 +40,8 @@ struct ClusterNodeInfo {
   int port = 0;
   bool primary = false;
   bool myself = false;
-  bool failing = false;          // Flagged fail or fail? (PFAIL).
-  std::string primary_id = {};   // For a replica: its primary's id.
+  bool failing = false;                         // Flagged fail or fail? (PFAIL).
+  std::string primary_id = {};                  // For a replica: its primary's id.
   std::vector<std::pair<int, int>> slots = {};  // Inclusive ranges served (primaries).
 };
 

@@ -168,8 +168,8 @@ class RedisStoreClusterFaultTest : public ::testing::Test {
       });
     }
 
-    EXPECT_TRUE(testing::WaitFor([&] { return allowed_total.load() > kKeys * kLimit / 3; },
-                                 30'000));
+    EXPECT_TRUE(
+        testing::WaitFor([&] { return allowed_total.load() > kKeys * kLimit / 3; }, 30'000));
     const int64_t killed_at_us = MicrosSince(origin);
     cluster_->Kill(victim);
     // The replica's promotion, as the rest of the cluster sees it (polled: real time is the
@@ -228,10 +228,11 @@ class RedisStoreClusterFaultTest : public ::testing::Test {
       return out;
     };
     std::cout << name << ": " << f.calls << " calls in " << f.duration_us / 1000 << " ms, "
-              << kThreads * kWindow << " in flight; slowest call " << f.slowest_us / 1000.0 << " ms (deadline "
-              << kDeadline.count() << " ms), " << f.errors << " errors; kill -> promotion "
-              << f.kill_to_promotion_us / 1000 << " ms; promotion -> last failure "
-              << f.promotion_to_recovery_us / 1000 << " ms; admitted - limit on the killed "
+              << kThreads * kWindow << " in flight; slowest call " << f.slowest_us / 1000.0
+              << " ms (deadline " << kDeadline.count() << " ms), " << f.errors
+              << " errors; kill -> promotion " << f.kill_to_promotion_us / 1000
+              << " ms; promotion -> last failure " << f.promotion_to_recovery_us / 1000
+              << " ms; admitted - limit on the killed "
               << "primary's keys: [" << list(f.excess_on_killed) << "] (outcomes unknown: ["
               << list(f.unknown_on_killed) << "]), elsewhere: [" << list(f.excess_elsewhere)
               << "] (outcomes unknown: [" << list(f.unknown_elsewhere) << "])\n";
@@ -279,10 +280,10 @@ TEST_F(RedisStoreClusterFaultTest, KilledPrimaryFailsOverWithinSecondsAndBounded
 // cannot succeed on its shard and those checks fail (the failure policy's case).
 TEST_F(RedisStoreClusterFaultTest, WithMinReplicasNoAdmissionIsLostOnFailover) {
   ASSERT_TRUE(cluster_->WaitUntilHealthy().ok());
-  absl::StatusOr<std::unique_ptr<RedisStore>> store = RedisStore::Create(
-      {.url = cluster_->Url() + "?min_replicas=1&min_replicas_timeout_ms=20",
-       .command_timeout = kDeadline,
-       .cluster = true});
+  absl::StatusOr<std::unique_ptr<RedisStore>> store =
+      RedisStore::Create({.url = cluster_->Url() + "?min_replicas=1&min_replicas_timeout_ms=20",
+                          .command_timeout = kDeadline,
+                          .cluster = true});
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE((*store)->WaitForConnection(std::chrono::seconds(10)).ok());
 

@@ -51,8 +51,8 @@ namespace {
 using ::sluice::testing::LoadAllVectors;
 using ::sluice::testing::RedisCluster;
 using ::sluice::testing::VectorCase;
-using ::testing::HasSubstr;
 using std::chrono::milliseconds;
+using ::testing::HasSubstr;
 
 // Long enough that no window boundary falls inside a test (windows align to epoch multiples).
 constexpr auto kLongPeriod = std::chrono::hours(24 * 366);
@@ -88,8 +88,8 @@ class RedisStoreClusterTest : public ::testing::Test {
   void SetUp() override { ASSERT_NE(cluster_, nullptr); }
 
   static absl::StatusOr<std::unique_ptr<RedisStore>> MakeStore() {
-    absl::StatusOr<std::unique_ptr<RedisStore>> store = RedisStore::Create(
-        {.url = cluster_->Url(), .command_timeout = kTimeout, .cluster = true});
+    absl::StatusOr<std::unique_ptr<RedisStore>> store =
+        RedisStore::Create({.url = cluster_->Url(), .command_timeout = kTimeout, .cluster = true});
     if (!store.ok()) return store.status();
     if (absl::Status s = (*store)->WaitForConnection(std::chrono::seconds(10)); !s.ok()) return s;
     return store;
@@ -135,9 +135,8 @@ absl::StatusOr<RedisReply> RunScript(ScriptRunner& runner, const LuaScript& scri
                                      const std::vector<std::string>& args) {
   std::promise<absl::StatusOr<RedisReply>> promise;
   std::future<absl::StatusOr<RedisReply>> future = promise.get_future();
-  runner.Run(script, keys, args, [&promise](absl::StatusOr<RedisReply> reply) {
-    promise.set_value(std::move(reply));
-  });
+  runner.Run(script, keys, args,
+             [&promise](absl::StatusOr<RedisReply> reply) { promise.set_value(std::move(reply)); });
   return future.get();
 }
 
@@ -159,10 +158,9 @@ TEST_F(RedisStoreClusterTest, EveryVectorGivesTheSpecifiedDecisions) {
         SCOPED_TRACE(absl::StrCat(check_all ? "check_all" : "check", " step ", i));
         std::vector<std::string> args = {absl::StrCat(c.steps[i].now_us)};
         AppendCheckArguments(c.limit, c.steps[i].cost, args);
-        absl::StatusOr<RedisReply> reply =
-            RunScript(runner,
-                      check_all ? CheckAllScriptForTest() : CheckScriptForTest(c.limit.algorithm),
-                      {key}, args);
+        absl::StatusOr<RedisReply> reply = RunScript(
+            runner, check_all ? CheckAllScriptForTest() : CheckScriptForTest(c.limit.algorithm),
+            {key}, args);
         ASSERT_TRUE(reply.ok()) << reply.status();
         ASSERT_FALSE(reply->is_error()) << reply->DebugString();
         if (check_all) {

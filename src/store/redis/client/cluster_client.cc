@@ -3,9 +3,11 @@
 #include "src/store/redis/client/cluster_client.h"
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 #include <boost/asio/post.hpp>
 #include <pthread.h>
 
@@ -26,6 +28,12 @@ ClusterTimePoint Now() { return Clock::Real().Now(); }
 
 // Less time than this left is not worth an attempt: it could only time out.
 constexpr milliseconds kMinAttempt{1};
+
+// The pipeline prefix of a command redirected by ASK.
+const RedisCommand& AskingCommand() {
+  static const RedisCommand* const asking = new RedisCommand(RedisCommand::Format({"ASKING"}));
+  return *asking;
+}
 
 // The Impl whose thread this is, if any.
 thread_local const void* current_cluster = nullptr;
@@ -72,8 +80,8 @@ const std::shared_ptr<RedisClient>* ClusterRouting::ClientFor(
 // ---------------------------------------------------------------------------------------------
 // ClusterClient::Impl: life cycle
 
-ClusterClient::Impl::Impl(const ClusterClientOptions& options, StoreUrl url)
-    : options_(options), url_(std::move(url)) {}
+ClusterClient::Impl::Impl(ClusterClientOptions options, StoreUrl url)
+    : options_(std::move(options)), url_(std::move(url)) {}
 
 ClusterClient::Impl::~Impl() {
   if (thread_.joinable()) thread_.detach();  // Only when destroyed on its own thread.
@@ -172,11 +180,11 @@ void ClusterClient::Impl::Dispatch(std::unique_ptr<ClusterCall> call,
     if (client == nullptr) {
       // No map yet, or the slot has no primary (a failover is under way): wait for a refresh.
       RequestRefresh();
-      absl::Status why = absl::UnavailableError(absl::StrCat(
-          "redis ", AbslView(call->command.name()), ": ",
-          routing == nullptr ? "the cluster's slot map is not known yet"
-                             : absl::StrCat("no primary serves slot ", call->slot),
-          " (", url_.Redacted(), ")"));
+      absl::Status why = absl::UnavailableError(
+          absl::StrCat("redis ", AbslView(call->command.name()), ": ",
+                       routing == nullptr ? "the cluster's slot map is not known yet"
+                                          : absl::StrCat("no primary serves slot ", call->slot),
+                       " (", url_.Redacted(), ")"));
       RetryLater(std::move(call), std::move(why));
       return;
     }
@@ -191,8 +199,7 @@ void ClusterClient::Impl::Dispatch(std::unique_ptr<ClusterCall> call,
   }
   RedisCommand attempt;
   if (asking) {
-    static const RedisCommand* const kAsking = new RedisCommand(RedisCommand::Format({"ASKING"}));
-    attempt = RedisCommand::Prefixed(*kAsking, call->command);
+    attempt = RedisCommand::Prefixed(AskingCommand(), call->command);
   } else {
     attempt = call->command.Clone();
   }
@@ -265,8 +272,8 @@ void ClusterClient::Impl::OnReply(std::unique_ptr<ClusterCall> call,
 void ClusterClient::Impl::RetryLater(std::unique_ptr<ClusterCall> call,
                                      absl::StatusOr<RedisReply> last) {
   const int doublings = std::min(call->retries, 20);
-  const milliseconds delay = std::min(options_.retry_backoff_max,
-                                      options_.retry_backoff_min * (int64_t{1} << doublings));
+  const milliseconds delay =
+      std::min(options_.retry_backoff_max, options_.retry_backoff_min * (int64_t{1} << doublings));
   const ClusterTimePoint at = Now() + delay;
   if (at + kMinAttempt > call->deadline) {
     // No room for another attempt: the last answer stands (the store maps an error reply to
@@ -336,8 +343,8 @@ absl::Status ClusterClient::Impl::WaitForConnection(milliseconds timeout) {
         return closing_ || (routing_ != nullptr && routing_->complete);
       };
       if (!ready()) {
-        changed_.wait_for(mu_, std::min<std::chrono::nanoseconds>(milliseconds(100),
-                                                                 deadline - Now()));
+        changed_.wait_for(mu_,
+                          std::min<std::chrono::nanoseconds>(milliseconds(100), deadline - Now()));
       }
       if (closing_) return absl::UnavailableError("redis cluster: client shut down");
       done = ready() || Now() >= deadline;
@@ -355,8 +362,8 @@ absl::Status ClusterClient::Impl::WaitForConnection(milliseconds timeout) {
         " slots served)", last_error.ok() ? "" : "; last error: ", last_error.message()));
   }
   for (const std::shared_ptr<RedisClient>& client : routing->primaries) {
-    const auto left = std::max(milliseconds(1),
-                               std::chrono::duration_cast<milliseconds>(deadline - Now()));
+    const auto left =
+        std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(deadline - Now()));
     if (absl::Status ready = client->WaitForConnection(left); !ready.ok()) return ready;
   }
   return absl::OkStatus();
@@ -424,7 +431,7 @@ absl::StatusOr<std::shared_ptr<ClusterClient>> ClusterClient::Create(
   if (url.command_timeout) effective.node.command_timeout = *url.command_timeout;
   if (url.connect_timeout) effective.node.connect_timeout = *url.connect_timeout;
   if (url.connections) effective.node.connections = *url.connections;
-  auto impl = std::make_shared<Impl>(effective, url);
+  auto impl = std::make_shared<Impl>(std::move(effective), url);
   // The first seed's client is made now, so that options RedisClient refuses (timeouts, TLS
   // files, password_file) fail here; the first refresh asks it for the map.
   if (absl::Status seeded = impl->AddSeedClient(); !seeded.ok()) return seeded;
@@ -434,7 +441,19 @@ absl::StatusOr<std::shared_ptr<ClusterClient>> ClusterClient::Create(
 
 ClusterClient::ClusterClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-ClusterClient::~ClusterClient() { impl_->Shutdown(); }
+ClusterClient::~ClusterClient() {
+  // Shutdown() throws only when a thread cannot be joined (std::system_error), which leaves no
+  // state to carry on from: say why, then end the process as the escaping exception would have.
+  try {
+    impl_->Shutdown();
+  } catch (const std::exception& e) {
+    spdlog::critical("redis cluster: shutting down the client failed: {}", e.what());
+    std::terminate();
+  } catch (...) {
+    spdlog::critical("redis cluster: shutting down the client failed");
+    std::terminate();
+  }
+}
 
 void ClusterClient::Route(RedisCommand command, std::string_view key, milliseconds timeout,
                           ReplyCallback done) {

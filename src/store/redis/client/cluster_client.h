@@ -71,13 +71,13 @@ struct ClusterClientOptions {
 
 // Counters of the cluster layer (values may be slightly outdated relative to each other).
 struct ClusterClientStats {
-  uint64_t moved = 0;              // MOVED replies followed.
-  uint64_t asked = 0;              // ASK replies followed.
-  uint64_t retries = 0;            // Resends after TRYAGAIN, CLUSTERDOWN, LOADING, READONLY.
-  uint64_t refreshes = 0;          // Slot maps installed.
-  uint64_t refresh_failures = 0;   // Refreshes that found no node answering with a map.
-  int primaries = 0;               // Primaries in the current map.
-  int covered_slots = 0;           // Slots with a primary in the current map.
+  uint64_t moved = 0;             // MOVED replies followed.
+  uint64_t asked = 0;             // ASK replies followed.
+  uint64_t retries = 0;           // Resends after TRYAGAIN, CLUSTERDOWN, LOADING, READONLY.
+  uint64_t refreshes = 0;         // Slot maps installed.
+  uint64_t refresh_failures = 0;  // Refreshes that found no node answering with a map.
+  int primaries = 0;              // Primaries in the current map.
+  int covered_slots = 0;          // Slots with a primary in the current map.
 };
 
 class ClusterClient final : public RedisRouter {

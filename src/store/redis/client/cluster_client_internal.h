@@ -72,7 +72,7 @@ struct ClusterCall {
 
 class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
  public:
-  Impl(const ClusterClientOptions& options, StoreUrl url);
+  Impl(ClusterClientOptions options, StoreUrl url);
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
   ~Impl();
@@ -111,8 +111,7 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   void StartRefresh();
   void TryNextCandidate();
   void AskForMap(const StoreUrl::Node& node);
-  void OnMapReply(const StoreUrl::Node& node, bool slots_command,
-                  absl::StatusOr<RedisReply> reply);
+  void OnMapReply(const StoreUrl::Node& node, bool slots_command, absl::StatusOr<RedisReply> reply);
   void FinishRefresh();
   void Install(const ClusterMap& map);
   void SweepRetired();

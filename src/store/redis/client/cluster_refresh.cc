@@ -136,20 +136,21 @@ void ClusterClient::Impl::AskForMap(const StoreUrl::Node& node) {
   // A new client connects first: give the query the connect timeout too.
   const std::chrono::milliseconds timeout =
       options_.node.connect_timeout + options_.node.command_timeout;
-  asked_client_->Send(
-      slots_command ? RedisCommand::Format({"CLUSTER", "SLOTS"})
-                    : RedisCommand::Format({"CLUSTER", "SHARDS"}),
-      timeout,
-      [weak = weak_from_this(), node, slots_command](absl::StatusOr<RedisReply> reply) mutable {
-        std::shared_ptr<Impl> self = weak.lock();
-        if (self == nullptr) return;
-        // Handled on the cluster thread, which keeps the Impl alive; a handler that never runs
-        // (the client closing) holds nothing but a pointer.
-        boost::asio::post(self->io_, [impl = self.get(), node = std::move(node), slots_command,
-                                      reply = std::move(reply)]() mutable {
-          impl->OnMapReply(node, slots_command, std::move(reply));
-        });
-      });
+  asked_client_->Send(slots_command ? RedisCommand::Format({"CLUSTER", "SLOTS"})
+                                    : RedisCommand::Format({"CLUSTER", "SHARDS"}),
+                      timeout,
+                      [weak = weak_from_this(), node = node,
+                       slots_command](absl::StatusOr<RedisReply> reply) mutable {
+                        std::shared_ptr<Impl> self = weak.lock();
+                        if (self == nullptr) return;
+                        // Handled on the cluster thread, which keeps the Impl alive; a handler that
+                        // never runs (the client closing) holds nothing but a pointer.
+                        boost::asio::post(self->io_,
+                                          [impl = self.get(), node = std::move(node), slots_command,
+                                           reply = std::move(reply)]() mutable {
+                                            impl->OnMapReply(node, slots_command, std::move(reply));
+                                          });
+                      });
 }
 
 void ClusterClient::Impl::OnMapReply(const StoreUrl::Node& node, bool slots_command,
@@ -165,9 +166,8 @@ void ClusterClient::Impl::OnMapReply(const StoreUrl::Node& node, bool slots_comm
     return;
   }
   if (reply->is_error()) {
-    if (!slots_command &&
-        absl::StrContains(absl::AsciiStrToLower(internal::AbslView(reply->str())),
-                          "unknown subcommand")) {
+    if (!slots_command && absl::StrContains(absl::AsciiStrToLower(internal::AbslView(reply->str())),
+                                            "unknown subcommand")) {
       // Redis before 7 has no CLUSTER SHARDS: ask the same node with CLUSTER SLOTS, from now on.
       use_cluster_slots_ = true;
       AskForMap(node);
@@ -177,9 +177,8 @@ void ClusterClient::Impl::OnMapReply(const StoreUrl::Node& node, bool slots_comm
     TryNextCandidate();
     return;
   }
-  absl::StatusOr<ClusterMap> map = slots_command
-                                       ? ParseClusterSlots(*reply, node.host)
-                                       : ParseClusterShards(*reply, node.host, url_.tls);
+  absl::StatusOr<ClusterMap> map = slots_command ? ParseClusterSlots(*reply, node.host)
+                                                 : ParseClusterShards(*reply, node.host, url_.tls);
   if (!map.ok()) {
     refresh_error_ = map.status();
     TryNextCandidate();
@@ -205,9 +204,9 @@ void ClusterClient::Impl::FinishRefresh() {
     refresh_failures_.fetch_add(1, std::memory_order_relaxed);
     {
       internal::MutexLock lock(&mu_);
-      last_error_ = absl::UnavailableError(absl::StrCat(
-          "redis cluster ", url_.Redacted(), ": no node answered with a slot map",
-          refresh_error_.ok() ? "" : ": ", refresh_error_.message()));
+      last_error_ = absl::UnavailableError(
+          absl::StrCat("redis cluster ", url_.Redacted(), ": no node answered with a slot map",
+                       refresh_error_.ok() ? "" : ": ", refresh_error_.message()));
     }
     changed_.notify_all();
   }

@@ -32,7 +32,7 @@ const RedisReply* Field(const RedisReply& map, std::string_view name) {
 std::string_view FieldText(const RedisReply& map, std::string_view name) {
   const RedisReply* value = Field(map, name);
   return value != nullptr && (value->is_string() || value->is_status()) ? value->str()
-                                                                         : std::string_view();
+                                                                        : std::string_view();
 }
 
 std::optional<int> FieldInt(const RedisReply& map, std::string_view name) {
@@ -138,8 +138,7 @@ absl::StatusOr<ClusterMap> ParseClusterShards(const RedisReply& reply, std::stri
           !ValidRange(first.integer(), last.integer())) {
         return Malformed(kCommand, "a slot range");
       }
-      entry.slots.emplace_back(static_cast<int>(first.integer()),
-                               static_cast<int>(last.integer()));
+      entry.slots.emplace_back(static_cast<int>(first.integer()), static_cast<int>(last.integer()));
     }
     for (StoreUrl::Node& replica : replicas) entry.replicas.push_back(std::move(replica));
   }

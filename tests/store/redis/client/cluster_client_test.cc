@@ -31,8 +31,8 @@ using ::sluice::testing::Await;
 using ::sluice::testing::Capture;
 using ::sluice::testing::kWatchdog;
 using ::sluice::testing::RedisCluster;
-using ::testing::HasSubstr;
 using std::chrono::milliseconds;
+using ::testing::HasSubstr;
 using SteadyClock = std::chrono::steady_clock;
 
 class ClusterClientTest : public ::testing::Test {
@@ -70,8 +70,8 @@ class ClusterClientTest : public ::testing::Test {
     return *client;
   }
 
-  absl::StatusOr<RedisReply> Run(std::initializer_list<std::string_view> argv,
-                                 std::string_view key, milliseconds timeout = milliseconds(2000)) {
+  absl::StatusOr<RedisReply> Run(std::initializer_list<std::string_view> argv, std::string_view key,
+                                 milliseconds timeout = milliseconds(2000)) {
     auto [done, future] = Capture();
     client_->Route(RedisCommand::Format(argv), key, timeout, std::move(done));
     return Await(future);
@@ -154,8 +154,8 @@ TEST_F(ClusterClientTest, FollowsMovedAfterASlotMoves) {
   EXPECT_EQ(client_->Stats().moved, 1u);
   EXPECT_EQ(*cluster_->Command(to, {"GET", key}), "2");
   // The refresh the MOVED asked for installs the new map; then nothing is redirected.
-  ASSERT_TRUE(testing::WaitFor(
-      [&] { return client_->Stats().refreshes >= 2; }, static_cast<int>(kWatchdog.count() * 1000)));
+  ASSERT_TRUE(testing::WaitFor([&] { return client_->Stats().refreshes >= 2; },
+                               static_cast<int>(kWatchdog.count() * 1000)));
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(Run({"INCR", key}, key).ok());
   EXPECT_EQ(client_->Stats().moved, 1u);
   EXPECT_EQ(*cluster_->Command(to, {"GET", key}), "12");
@@ -190,9 +190,9 @@ TEST_F(ClusterClientTest, FollowsAskDuringAMigration) {
   ASSERT_EQ(*Run({"SET", moved_key, "m"}, moved_key), RedisReply::Status("OK"));
   ASSERT_EQ(*Run({"SET", staying_key, "s"}, staying_key), RedisReply::Status("OK"));
   ASSERT_TRUE(cluster_->BeginSlotMigration(slot, to).ok());
-  ASSERT_EQ(*cluster_->Command(from, {"MIGRATE", "127.0.0.1", absl::StrCat(to), moved_key, "0",
-                                      "5000"}),
-            "OK");
+  ASSERT_EQ(
+      *cluster_->Command(from, {"MIGRATE", "127.0.0.1", absl::StrCat(to), moved_key, "0", "5000"}),
+      "OK");
 
   EXPECT_EQ(*Run({"GET", moved_key}, moved_key), RedisReply::String("m"));
   EXPECT_EQ(client_->Stats().asked, 1u);
@@ -276,8 +276,7 @@ TEST_F(ClusterClientTest, ResendsClusterDownWithinTheDeadline) {
   EXPECT_EQ(ClassifyReply(*down), RedisErrorKind::kClusterDown) << down->DebugString();
 
   auto [done, future] = Capture();
-  client_->Route(RedisCommand::Format({"SET", key, "v"}), key, milliseconds(5000),
-                 std::move(done));
+  client_->Route(RedisCommand::Format({"SET", key, "v"}), key, milliseconds(5000), std::move(done));
   const uint64_t retries = client_->Stats().retries;
   ASSERT_TRUE(testing::WaitFor([&] { return client_->Stats().retries > retries; }, 10'000));
   ASSERT_EQ(*cluster_->Command(owner, {"CLUSTER", "ADDSLOTS", slot}), "OK");
@@ -350,8 +349,8 @@ TEST(ClusterClient, WaitForConnectionNamesWhatIsMissing) {
   ASSERT_TRUE(port.ok());
   absl::StatusOr<StoreUrl> url = ParseStoreUrl(absl::StrCat("redis-cluster://127.0.0.1:", *port));
   ASSERT_TRUE(url.ok());
-  absl::StatusOr<std::shared_ptr<ClusterClient>> client = ClusterClient::Create(
-      {.node = {.url = *url, .command_timeout = milliseconds(50)}});
+  absl::StatusOr<std::shared_ptr<ClusterClient>> client =
+      ClusterClient::Create({.node = {.url = *url, .command_timeout = milliseconds(50)}});
   ASSERT_TRUE(client.ok()) << client.status();
   const absl::Status status = (*client)->WaitForConnection(milliseconds(300));
   EXPECT_TRUE(absl::IsDeadlineExceeded(status)) << status;

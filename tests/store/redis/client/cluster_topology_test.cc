@@ -75,9 +75,9 @@ TEST(ParseClusterShards, PrefersTheEndpointAndFallsBackToTheAskedHost) {
 }
 
 TEST(ParseClusterShards, UsesTheTlsPortOverTls) {
-  RedisReply node = A({S("id"), S("x"), S("port"), I(7000), S("tls-port"), I(7100), S("ip"),
-                       S("10.0.0.1"), S("endpoint"), S("10.0.0.1"), S("role"), S("master"),
-                       S("health"), S("online")});
+  RedisReply node =
+      A({S("id"), S("x"), S("port"), I(7000), S("tls-port"), I(7100), S("ip"), S("10.0.0.1"),
+         S("endpoint"), S("10.0.0.1"), S("role"), S("master"), S("health"), S("online")});
   const RedisReply reply = A({Shard({I(0), I(16383)}, {node})});
   EXPECT_EQ(ParseClusterShards(reply, "", /*tls=*/true)->shards[0].primary.port, 7100);
   EXPECT_EQ(ParseClusterShards(reply, "", /*tls=*/false)->shards[0].primary.port, 7000);
@@ -116,8 +116,7 @@ TEST(ParseClusterSlots, MergesRangesOfOnePrimary) {
   ASSERT_TRUE(map.ok()) << map.status();
   ASSERT_EQ(map->shards.size(), 2u);
   EXPECT_EQ(map->shards[0].primary, N("127.0.0.1", 30001));
-  EXPECT_THAT(map->shards[0].slots,
-              ElementsAre(std::pair(0, 5460), std::pair(10923, 16383)));
+  EXPECT_THAT(map->shards[0].slots, ElementsAre(std::pair(0, 5460), std::pair(10923, 16383)));
   EXPECT_THAT(map->shards[0].replicas, ElementsAre(N("127.0.0.1", 30004)));
   EXPECT_EQ(map->CoveredSlots(), kClusterSlots);
 }

@@ -135,15 +135,14 @@ TEST_F(RedisPipelineTest, ConcurrentSendersNeverSplitAPipeline) {
                         }
                         all_done.count_down();
                       });
-        client_->Send({"SET", "shared", "single-" + token},
-                      [&](absl::StatusOr<RedisReply> reply) {
-                        if (!reply.ok()) {
-                          ++failed;
-                        } else if (*reply != RedisReply::Status("OK")) {
-                          ++mismatched;
-                        }
-                        all_done.count_down();
-                      });
+        client_->Send({"SET", "shared", "single-" + token}, [&](absl::StatusOr<RedisReply> reply) {
+          if (!reply.ok()) {
+            ++failed;
+          } else if (*reply != RedisReply::Status("OK")) {
+            ++mismatched;
+          }
+          all_done.count_down();
+        });
       }
     });
   }
