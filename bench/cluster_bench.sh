@@ -28,8 +28,18 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+free_port() {  # a port P with P and its cluster bus port P+10000 both free
+  python3 - <<'PY'
+import random, socket
+for _ in range(1000):
+    p = random.randint(20000, 50000)
+    try:
+        for q in (p, p + 10000):
+            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
+        print(p); break
+    except OSError:
+        pass
+PY
 }
 
 start_node() {  # port
@@ -38,8 +48,8 @@ start_node() {  # port
     --cluster-enabled yes --cluster-config-file "$WORK/$1/nodes.conf" --daemonize no \
     --loglevel warning >"$WORK/$1/redis.log" 2>&1 &
   PIDS+=($!)
-  for _ in $(seq 50); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done
-  echo "redis-server on $1 did not start"; exit 1
+  for _ in $(seq 50); do redis-cli -p "$1" ping >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "redis-server on $1 did not start:"; cat "$WORK/$1/redis.log"; exit 1
 }
 
 wait_ok() {  # port...
@@ -54,12 +64,12 @@ wait_ok() {  # port...
   echo "cluster did not become ok"; exit 1
 }
 
-make_cluster() {  # n -> prints the ports
+make_cluster() {  # n -> sets CLUSTER_PORTS (not a subshell: the servers must stay ours to stop)
   local n=$1 ports=()
   for _ in $(seq "$n"); do
     local p
     p=$(free_port)
-    start_node "$p" >/dev/null
+    start_node "$p"
     ports+=("$p")
   done
   if [ "$n" = 1 ]; then
@@ -71,7 +81,7 @@ make_cluster() {  # n -> prints the ports
     redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >/dev/null
   fi
   wait_ok "${ports[@]}"
-  echo "${ports[@]}"
+  CLUSTER_PORTS=("${ports[@]}")
 }
 
 cpu_of() {  # port -> used_cpu_sys + used_cpu_user in seconds
@@ -90,8 +100,8 @@ json_field() {  # json field
 
 run() {  # label n
   local label=$1 n=$2
-  local ports
-  read -r -a ports <<<"$(make_cluster "$n")"
+  make_cluster "$n"
+  local ports=("${CLUSTER_PORTS[@]}")
   local url="redis-cluster://127.0.0.1:${ports[0]}"
   # Warm up: scripts loaded on every primary, connections made.
   "$LOAD" --url "$url" --inflight "$INFLIGHT" --seconds 1 >/dev/null
