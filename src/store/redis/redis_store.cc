@@ -1,5 +1,6 @@
 #include "sluice/redis_store.h"
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <memory>
@@ -65,6 +66,8 @@ class RedisStoreImpl final : public RedisStore {
   RedisStoreImpl& operator=(const RedisStoreImpl&) = delete;
 
   ~RedisStoreImpl() override {
+    // The listener uses this store; once removed it is not running and never runs again.
+    router_->SetPrimaryListener(nullptr);
     // The router fails its pending commands with Unavailable; the runner's callbacks hold it only
     // weakly, so nothing is resent after this point.
     router_.reset();
@@ -73,15 +76,16 @@ class RedisStoreImpl final : public RedisStore {
   void Start() {
     // Best effort and asynchronous: Redis may be down at start, and checks load the scripts on
     // demand anyway. Preloading spares the first checks a NOSCRIPT round trip and verifies that
-    // the server names the scripts by the SHA1 computed here.
-    for (const LuaScript* script : ProductionScripts()) {
-      runner_.Preload(*script, [name = script->name](const absl::Status& status) {
-        if (!status.ok() && status.code() == absl::StatusCode::kInternal) {
-          spdlog::error("redis store: preloading script {}: {}", name, status.ToString());
-        }
-      });
-    }
-    if (options_.check_eviction_policy) CheckEvictionPolicy();
+    // the server names the scripts by the SHA1 computed here. The router tells us each primary,
+    // the ones it knows now and, on a cluster, each one it finds later (a promoted replica).
+    // The eviction-policy check goes with it: a Sentinel-managed primary is only known once the
+    // Sentinels named it, and a promoted replica may be configured differently.
+    router_->SetPrimaryListener([this](const std::shared_ptr<RedisClient>& primary) {
+      PreloadScriptsOn(*primary);
+      if (options_.check_eviction_policy) {
+        CheckEvictionPolicyOn(*primary, options_.connect_timeout + options_.command_timeout);
+      }
+    });
   }
 
   absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
@@ -265,11 +269,13 @@ class RedisStoreImpl final : public RedisStore {
     }
   }
 
-  void CheckEvictionPolicy() {
-    // The connect may take a while; give the answer up to the connect timeout plus a command.
-    const auto timeout = options_.connect_timeout + options_.command_timeout;
-    for (const std::shared_ptr<RedisClient>& client : router_->Primaries()) {
-      CheckEvictionPolicyOn(*client, timeout);
+  void PreloadScriptsOn(RedisClient& primary) {
+    for (const LuaScript* script : ProductionScripts()) {
+      runner_.PreloadOn(primary, *script, [name = script->name](const absl::Status& status) {
+        if (!status.ok() && status.code() == absl::StatusCode::kInternal) {
+          spdlog::error("redis store: preloading script {}: {}", name, status.ToString());
+        }
+      });
     }
   }
 
@@ -287,7 +293,11 @@ class RedisStoreImpl final : public RedisStore {
               "their limits; use noeviction (docs/redis.md)");
           spdlog::warn("{}", warning);
           absl::MutexLock lock(&warnings->mu);
-          warnings->list.push_back(std::move(warning));
+          // A primary may be told twice (at start and as it is installed): one warning each.
+          if (std::find(warnings->list.begin(), warnings->list.end(), warning) ==
+              warnings->list.end()) {
+            warnings->list.push_back(std::move(warning));
+          }
         });
   }
 

@@ -108,6 +108,10 @@ std::vector<std::shared_ptr<RedisClient>> SentinelClient::Primaries() const {
   return impl_->Primaries();
 }
 
+void SentinelClient::SetPrimaryListener(PrimaryListener listener) {
+  impl_->SetPrimaryListener(std::move(listener));
+}
+
 absl::Status SentinelClient::WaitForConnection(std::chrono::milliseconds timeout) {
   return impl_->WaitForConnection(timeout);
 }
@@ -318,6 +322,10 @@ void SentinelClient::Impl::Install(const StoreUrl::Node& node) {
   spdlog::info("redis-sentinel {}: primary {} is {}{}", describe_, options_.node.url.primary_name,
                internal::NodeName(node),
                previous.empty() ? "" : absl::StrCat(" (was ", previous, ")"));
+  {
+    internal::MutexLock lock(&listener_mu_);
+    if (listener_) listener_(client);
+  }
   for (Waiter& w : waiting) {
     const auto left = std::chrono::duration_cast<milliseconds>(w.attempt.deadline - Now());
     if (left.count() <= 0) {
@@ -371,6 +379,15 @@ std::vector<std::shared_ptr<RedisClient>> SentinelClient::Impl::Primaries() cons
   internal::MutexLock lock(&mu_);
   if (primary_ == nullptr) return {};
   return {primary_};
+}
+
+void SentinelClient::Impl::SetPrimaryListener(PrimaryListener listener) {
+  internal::MutexLock lock(&listener_mu_);
+  listener_ = std::move(listener);
+  if (!listener_) return;
+  // The primary known now; later ones are told as they are installed. One installed meanwhile
+  // may be told twice: the listener's work (SCRIPT LOAD, CONFIG GET) is idempotent.
+  for (const std::shared_ptr<RedisClient>& primary : Primaries()) listener_(primary);
 }
 
 std::string SentinelClient::Impl::PrimaryAddress() const {

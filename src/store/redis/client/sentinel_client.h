@@ -106,6 +106,9 @@ class SentinelClient final : public RedisRouter {
              ReplyCallback done) override;
   // The primary's client, once the Sentinels named one (else an empty list).
   std::vector<std::shared_ptr<RedisClient>> Primaries() const override;
+  // Calls `listener` with the current primary (if one is known) and with every primary installed
+  // after a failover, on the thread that installs it.
+  void SetPrimaryListener(PrimaryListener listener) override;
   // Waits until the primary the Sentinels name is connected and has confirmed with ROLE that it
   // is the primary; returns OK. Returns at once PermissionDenied when the Sentinels or the
   // primary refuse the credentials, NotFound when every Sentinel that answered does not know

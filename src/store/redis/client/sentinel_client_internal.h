@@ -64,6 +64,7 @@ class SentinelClient::Impl final : public std::enable_shared_from_this<Impl> {
 
   void Route(RedisCommand command, std::chrono::milliseconds timeout, ReplyCallback done);
   std::vector<std::shared_ptr<RedisClient>> Primaries() const;
+  void SetPrimaryListener(PrimaryListener listener);
   absl::Status WaitForConnection(std::chrono::milliseconds timeout);
   RedisClientStats RouterStats() const;
   std::string PrimaryAddress() const;
@@ -149,6 +150,12 @@ class SentinelClient::Impl final : public std::enable_shared_from_this<Impl> {
   std::vector<std::shared_ptr<RedisClient>> queries_;
   std::vector<std::shared_ptr<RedisClient>> subscribers_;
   std::thread monitor_;
+
+  // Told about each primary installed (RedisRouter::SetPrimaryListener()); held while it runs,
+  // so a replaced listener is not running once SetPrimaryListener() returns. Never taken with
+  // mu_ held.
+  internal::Mutex listener_mu_;
+  PrimaryListener listener_ ABSL_GUARDED_BY(listener_mu_);
 
   mutable internal::Mutex mu_;
   // Signalled for the monitor thread (work to do) and WaitForConnection() (a primary installed,
