@@ -16,15 +16,17 @@ JOBS=${JOBS:-$(nproc)}
 # topologies, the failure policy, the service with an asynchronous store, the middleware.
 TSAN_TESTS=(
   memory_store_concurrency_test memory_store_check_all_test failure_policy_store_test
-  redis_client_test redis_client_fault_test script_runner_test redis_store_test
-  redis_store_fault_test cluster_client_test sentinel_client_test
-  rate_limit_service_test grpc_server_test http_api_test
+  redis_client_test redis_client_fault_test redis_pipeline_test redis_client_handshake_test
+  script_runner_test redis_store_test redis_store_fault_test cluster_client_test
+  sentinel_client_test rate_limit_service_test rate_limit_service_async_test
+  rate_limit_service_redis_test grpc_server_test http_api_test
   middleware_test middleware_failure_test beast_test
 )
 # Untrusted bytes are parsed here: URLs, RESP, config, /json, keys, client addresses; and the
 # replayed fuzz corpora.
 ASAN_TESTS=(
   store_url_test redis_reply_reader_test redis_error_test redis_keys_test key_test
+  cluster_topology_test redis_connection_hostile_test cross_slot_test
   parse_test load_test match_test wildcard_test rls_json_test client_ip_test
   route_template_test rate_limit_headers_test middleware_config_test
   memory_store_test memory_store_overflow_test slot_table_test
