@@ -20,10 +20,14 @@ HttpResponse ErrorResponse(int status, std::string_view code, std::string_view m
   return HttpResponse{.status = status, .body = boost::json::serialize(body)};
 }
 
-// The canonical code of a failed decision, as an HTTP status (style guide item 10).
 // The limit /healthcheck peeks at; any valid limit serves, since a peek records nothing.
 constexpr Limit kHealthCheckLimit{.limit = 1, .period = std::chrono::seconds(1)};
 
+// An unhealthy /healthcheck, as the reference answers it (its health checker writes 500), so that
+// load balancer checks configured for the reference keep working.
+constexpr int kUnhealthy = 500;
+
+// The canonical code of a failed decision, as an HTTP status (style guide item 10).
 int HttpStatusFor(const absl::Status& s) {
   switch (s.code()) {
     case absl::StatusCode::kInvalidArgument:
@@ -86,11 +90,11 @@ void HttpApi::HandleJson(const HttpRequest& request, HttpServer::Respond respond
 
 void HttpApi::HandleHealth(HttpServer::Respond respond) {
   if (terminating_.load()) {
-    std::move(respond)(ErrorResponse(503, "terminating", "shutting down"));
+    std::move(respond)(ErrorResponse(kUnhealthy, "terminating", "shutting down"));
     return;
   }
   if (service_.config() == nullptr) {
-    std::move(respond)(ErrorResponse(503, "no_config", "no rate limit config loaded"));
+    std::move(respond)(ErrorResponse(kUnhealthy, "no_config", "no rate limit config loaded"));
     return;
   }
   // A peek writes nothing but runs the same path as a real check (for Redis: EVALSHA, with
@@ -100,7 +104,7 @@ void HttpApi::HandleHealth(HttpServer::Respond respond) {
       [respond = std::move(respond)](const absl::StatusOr<Decision>& d) mutable {
         if (!d.ok()) {
           std::move(respond)(
-              ErrorResponse(503, "store_unavailable", std::string(d.status().message())));
+              ErrorResponse(kUnhealthy, "store_unavailable", std::string(d.status().message())));
           return;
         }
         std::move(respond)(HttpResponse{.status = 200, .content_type = "text/plain", .body = "OK"});

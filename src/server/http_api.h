@@ -4,7 +4,8 @@
 //                     429 when OVER_LIMIT, 400 for a bad request, 503 (with an error body) when the
 //                     store fails (envoyproxy/ratelimit answers 400 there, which hides outages).
 //   GET /healthcheck  200 only when a config is loaded, the store answers a real check (a peek
-//                     through the store's script path, not a PING), and no SIGTERM was received.
+//                     through the store's script path, not a PING), and no SIGTERM was received;
+//                     else 500, as the reference answers.
 //   GET /metrics      Prometheus text format.
 //   GET /rlconfig     the loaded rules, one per line.
 //

@@ -1,17 +1,22 @@
 #include "src/server/over_limit_cache.h"
 
+#include <algorithm>
 #include <iterator>
 
 namespace sluice::server {
 
 void OverLimitCache::Add(absl::string_view key, int64_t limit, int64_t cost,
                          std::chrono::steady_clock::time_point now,
-                         std::chrono::microseconds retry_after) {
+                         std::chrono::microseconds retry_after,
+                         std::chrono::microseconds reset_after) {
   if (retry_after <= std::chrono::microseconds::zero() || max_entries_ == 0) return;
   const size_t bytes = EntryBytes(key);
   if (bytes > max_bytes_) return;
   internal::MutexLock lock(&mu_);
-  const Entry entry{.until = now + retry_after, .limit = limit, .cost = cost};
+  const Entry entry{.until = now + retry_after,
+                    .reset_at = now + std::max(retry_after, reset_after),
+                    .limit = limit,
+                    .cost = cost};
   if (auto it = entries_.find(key); it != entries_.end()) {
     it->second = entry;
     return;
@@ -50,17 +55,21 @@ size_t OverLimitCache::bytes() const {
   return bytes_;
 }
 
-bool OverLimitCache::IsOver(absl::string_view key, int64_t limit, int64_t cost,
-                            std::chrono::steady_clock::time_point now) {
+std::optional<OverLimitCache::Over> OverLimitCache::Lookup(
+    absl::string_view key, int64_t limit, int64_t cost, std::chrono::steady_clock::time_point now) {
   internal::MutexLock lock(&mu_);
   auto it = entries_.find(key);
-  if (it == entries_.end()) return false;
+  if (it == entries_.end()) return std::nullopt;
   if (it->second.until <= now) {
     Erase(it);
-    return false;
+    return std::nullopt;
   }
   // A smaller cost or a changed quota might pass: only the same or a larger request is known over.
-  return it->second.limit == limit && cost >= it->second.cost;
+  if (it->second.limit != limit || cost < it->second.cost) return std::nullopt;
+  return Over{
+      .retry_after = std::chrono::duration_cast<std::chrono::microseconds>(it->second.until - now),
+      .reset_after =
+          std::chrono::duration_cast<std::chrono::microseconds>(it->second.reset_at - now)};
 }
 
 }  // namespace sluice::server

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
@@ -40,13 +41,32 @@ class OverLimitCache {
   explicit OverLimitCache(size_t max_entries, size_t max_bytes = kDefaultMaxBytes)
       : max_entries_(max_entries), max_bytes_(max_bytes) {}
 
-  // Records that `cost` units on `key` were denied at `now` and cannot pass for `retry_after`.
+  // Records that `cost` units on `key` were denied at `now` and cannot pass for `retry_after`;
+  // the limit resets `reset_after` after `now` (what a cached answer reports).
   void Add(absl::string_view key, int64_t limit, int64_t cost,
-           std::chrono::steady_clock::time_point now, std::chrono::microseconds retry_after);
+           std::chrono::steady_clock::time_point now, std::chrono::microseconds retry_after,
+           std::chrono::microseconds reset_after);
+  // As above, with the reset at the end of `retry_after`.
+  void Add(absl::string_view key, int64_t limit, int64_t cost,
+           std::chrono::steady_clock::time_point now, std::chrono::microseconds retry_after) {
+    Add(key, limit, cost, now, retry_after, retry_after);
+  }
 
   // Returns whether a request of `cost` on `key` (with quota `limit`) is known to be over at `now`.
   bool IsOver(absl::string_view key, int64_t limit, int64_t cost,
-              std::chrono::steady_clock::time_point now);
+              std::chrono::steady_clock::time_point now) {
+    return Lookup(key, limit, cost, now).has_value();
+  }
+
+  // What a cached denial says: how long until it may pass, and until the limit resets.
+  struct Over {
+    std::chrono::microseconds retry_after;
+    std::chrono::microseconds reset_after;
+  };
+  // Returns the cached denial of a request of `cost` on `key` (with quota `limit`) at `now`, or
+  // nullopt when it is not known to be over.
+  std::optional<Over> Lookup(absl::string_view key, int64_t limit, int64_t cost,
+                             std::chrono::steady_clock::time_point now);
 
   // Entries held, and the bytes counted against max_bytes.
   size_t entries() const;
@@ -57,6 +77,7 @@ class OverLimitCache {
  private:
   struct Entry {
     std::chrono::steady_clock::time_point until;
+    std::chrono::steady_clock::time_point reset_at;
     int64_t limit;
     int64_t cost;
   };

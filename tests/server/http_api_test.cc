@@ -91,16 +91,18 @@ TEST_F(HttpApiTest, StoreFailureIs503NotA400) {
   EXPECT_THAT(r.body, HasSubstr("redis down"));
 }
 
+// Verifies health follows config, store and termination, and that unhealthy is 500, as the
+// reference answers it (load balancers configured for the reference expect it).
 TEST_F(HttpApiTest, HealthNeedsConfigStoreAndNoTermination) {
-  EXPECT_EQ(Send("GET", "/healthcheck").status, 503);  // No config yet.
+  EXPECT_EQ(Send("GET", "/healthcheck").status, 500);  // No config yet.
   LoadConfig();
   EXPECT_EQ(Send("GET", "/healthcheck").status, 200);
   faulty_->Fail(absl::UnavailableError("redis down"));
-  EXPECT_EQ(Send("GET", "/healthcheck").status, 503);
+  EXPECT_EQ(Send("GET", "/healthcheck").status, 500);
   faulty_->Heal();
   EXPECT_EQ(Send("GET", "/healthcheck").status, 200);
   api_->MarkTerminating();
-  EXPECT_EQ(Send("GET", "/healthcheck").status, 503);
+  EXPECT_EQ(Send("GET", "/healthcheck").status, 500);
 }
 
 TEST_F(HttpApiTest, MetricsAndUnknownRoutes) {
@@ -109,7 +111,7 @@ TEST_F(HttpApiTest, MetricsAndUnknownRoutes) {
   HttpResponse m = Send("GET", "/metrics");
   EXPECT_EQ(m.status, 200);
   EXPECT_THAT(m.content_type, HasSubstr("text/plain"));
-  EXPECT_THAT(m.body, HasSubstr("sluice_rule_total_hits"));
+  EXPECT_THAT(m.body, HasSubstr("ratelimit_service_rate_limit_total_hits_total"));
   EXPECT_EQ(Send("GET", "/nope").status, 404);
   EXPECT_EQ(Send("GET", "/json").status, 405);
 }

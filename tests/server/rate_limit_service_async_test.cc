@@ -51,14 +51,11 @@ class RateLimitServiceAsyncTest : public ::testing::Test {
   void Start(const std::string& text_proto) {
     RateLimitRequest request;
     ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text_proto, &request));
-    service_->ShouldRateLimit(request, [this](absl::StatusOr<RateLimitResponse> r) {
-      answer_.set_value(std::move(r));
-    });
+    service_->ShouldRateLimit(
+        request, [this](absl::StatusOr<RateLimitResponse> r) { answer_.set_value(std::move(r)); });
   }
 
-  bool Answered() {
-    return future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-  }
+  bool Answered() { return future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
 
   testing::ManualClock clock_{std::chrono::seconds(1'700'000'000)};
   Metrics metrics_;
@@ -89,8 +86,10 @@ TEST_F(RateLimitServiceAsyncTest, ShadowOnlyRequestWaitsForTheShadowCheck) {
     ASSERT_EQ(r->statuses_size(), 1);
     EXPECT_EQ(r->statuses(0).current_limit().requests_per_unit(), 1u);
   }
-  EXPECT_THAT(metrics_.Render(),
-              HasSubstr("sluice_rule_shadow_mode{domain=\"edge\",rule=\"edge.shadow\"} 1"));
+  EXPECT_THAT(
+      metrics_.Render(),
+      HasSubstr(
+          "ratelimit_service_rate_limit_shadow_mode_total{domain=\"edge\",key=\"shadow\"} 1"));
 }
 
 // Verifies the same with global shadow mode, where every limit is shadowed.

@@ -59,8 +59,9 @@ class RateLimitServiceRedisTest : public ::testing::Test {
     RateLimitRequest request;
     EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text_proto, &request));
     std::promise<absl::StatusOr<RateLimitResponse>> answer;
-    service_->ShouldRateLimit(
-        request, [&answer](absl::StatusOr<RateLimitResponse> r) { answer.set_value(std::move(r)); });
+    service_->ShouldRateLimit(request, [&answer](absl::StatusOr<RateLimitResponse> r) {
+      answer.set_value(std::move(r));
+    });
     std::future<absl::StatusOr<RateLimitResponse>> f = answer.get_future();
     if (f.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
       return absl::DeadlineExceededError("no answer in 30 s");
@@ -101,8 +102,10 @@ TEST_F(RateLimitServiceRedisTest, ShadowOnlyRequestsAnswerAfterTheShadowCheck) {
   constexpr const char* kShadow = R"pb(domain: "edge"
                                        descriptors { entries { key: "shadow" value: "s" } })pb";
   EXPECT_EQ(DecideConcurrently(kShadow, 4, 5), 20);
-  EXPECT_THAT(metrics_.Render(),
-              HasSubstr("sluice_rule_shadow_mode{domain=\"edge\",rule=\"edge.shadow\"} 15"));
+  EXPECT_THAT(
+      metrics_.Render(),
+      HasSubstr(
+          "ratelimit_service_rate_limit_shadow_mode_total{domain=\"edge\",key=\"shadow\"} 15"));
 }
 
 // Verifies global shadow mode over Redis: never denies, and every answer carries its limit.

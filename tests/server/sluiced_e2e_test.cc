@@ -142,7 +142,7 @@ TEST(SluicedE2e, HotReloadAppliesValidConfigAndKeepsOldOnError) {
   EXPECT_TRUE(WaitFor(
       [&] {
         auto m = HttpGet(s.http_port, "/metrics");
-        return m.ok() && m->body.find("sluice_config_load_error_total 1") != std::string::npos;
+        return m.ok() && m->body.find("ratelimit_service_config_load_error_total 1") != std::string::npos;
       },
       30'000));
   EXPECT_EQ(PostStatus(s.http_port), 429);  // Still the limit of 3, still counting.
