@@ -14,6 +14,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,7 +27,9 @@
 #include "sluice/limit.h"
 #include "sluice/redis_store.h"
 
+#include "src/store/redis/client/cluster_client.h"
 #include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/redis_router_factory.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/redis_cluster.h"
 
@@ -75,7 +78,8 @@ struct Call {
 
 // What one failover run measured.
 struct FailoverFigures {
-  int victim = 0;  // The port of the primary killed.
+  int victim = 0;    // The port of the primary killed.
+  int promoted = 0;  // The port of its replica, promoted.
   int64_t slowest_us = 0;
   int calls = 0;
   int64_t duration_us = 0;
@@ -115,6 +119,7 @@ class RedisStoreClusterFaultTest : public ::testing::Test {
     const int victim = *cluster_->PrimaryForSlot(ClusterHashSlot(key_of(0)));
     figures.victim = victim;
     const int replica = *cluster_->ReplicaOf(victim);
+    figures.promoted = replica;
     std::vector<bool> on_victim(kKeys);
     for (int k = 0; k < kKeys; ++k) {
       on_victim[k] = *cluster_->PrimaryForSlot(ClusterHashSlot(key_of(k))) == victim;
@@ -252,6 +257,19 @@ TEST_F(RedisStoreClusterFaultTest, KilledPrimaryFailsOverWithinSecondsAndBounded
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE((*store)->WaitForConnection(std::chrono::seconds(10)).ok());
 
+  // A router on the side, to see the promoted replica reported as a new primary.
+  std::mutex told_mu;
+  std::set<std::string> told;
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl(cluster_->Url());
+  ASSERT_TRUE(url.ok());
+  absl::StatusOr<std::shared_ptr<RedisRouter>> router = CreateRedisRouter({.url = *url});
+  ASSERT_TRUE(router.ok()) << router.status();
+  ASSERT_TRUE((*router)->WaitForConnection(std::chrono::seconds(10)).ok());
+  (*router)->SetPrimaryListener([&](const std::shared_ptr<RedisClient>& primary) {
+    std::lock_guard<std::mutex> lock(told_mu);
+    told.insert(primary->Endpoint());
+  });
+
   const FailoverFigures f = KillPrimaryUnderLoad(**store, "failover", /*restart_killed=*/false);
   Print("failover without WAIT", f);
   EXPECT_LT(f.slowest_us, (kDeadline + kSlack).count() * 1000);
@@ -269,6 +287,19 @@ TEST_F(RedisStoreClusterFaultTest, KilledPrimaryFailsOverWithinSecondsAndBounded
     EXPECT_LE(f.excess_on_killed[k], kThreads * kWindow) << k;
     EXPECT_GE(f.excess_on_killed[k], -f.unknown_on_killed[k]) << k;
   }
+  // The side router learns the new primary (its map is refreshed every 5 s; ask now) and tells
+  // its listener, which is how the store loads its scripts there before the first check.
+  const std::string promoted = absl::StrCat("redis://127.0.0.1:", f.promoted);
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        dynamic_cast<ClusterClient&>(**router).RefreshForTest();
+        std::lock_guard<std::mutex> lock(told_mu);
+        return told.count(promoted) == 1;
+      },
+      10'000))
+      << promoted;
+  (*router)->SetPrimaryListener(nullptr);
+
   // A full cluster again for the next test: the killed node rejoins, as a replica.
   ASSERT_TRUE(cluster_->Restart(f.victim).ok());
   ASSERT_TRUE(cluster_->WaitUntilHealthy().ok());

@@ -328,6 +328,20 @@ std::vector<std::shared_ptr<RedisClient>> ClusterClient::Impl::Primaries() const
   return out;
 }
 
+void ClusterClient::Impl::SetPrimaryListener(PrimaryListener listener) {
+  const bool set = static_cast<bool>(listener);
+  {
+    internal::MutexLock lock(&listener_mu_);
+    listener_ = std::move(listener);
+  }
+  if (!set) return;
+  // The current primaries, on the cluster thread like later ones. A primary installed meanwhile
+  // may be told twice; the listener's work (SCRIPT LOAD) is idempotent.
+  internal::MutexLock lock(&mu_);
+  if (closing_) return;
+  boost::asio::post(io_, [this] { NotifyPrimaries(Primaries()); });
+}
+
 absl::Status ClusterClient::Impl::WaitForConnection(milliseconds timeout) {
   if (OnClusterThread()) {
     return absl::FailedPreconditionError(
@@ -481,6 +495,10 @@ std::vector<std::shared_ptr<RedisClient>> ClusterClient::Primaries() const {
 
 absl::Status ClusterClient::WaitForConnection(milliseconds timeout) {
   return impl_->WaitForConnection(timeout);
+}
+
+void ClusterClient::SetPrimaryListener(PrimaryListener listener) {
+  impl_->SetPrimaryListener(std::move(listener));
 }
 
 RedisClientStats ClusterClient::RouterStats() const { return impl_->RouterStats(); }

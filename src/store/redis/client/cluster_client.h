@@ -104,6 +104,9 @@ class ClusterClient final : public RedisRouter {
   // connection error of a primary (PermissionDenied for credentials) or DeadlineExceeded with
   // what was missing.
   absl::Status WaitForConnection(std::chrono::milliseconds timeout) override;
+  // Calls `listener` for the current primaries and for every node that becomes a primary later,
+  // on the cluster client's thread.
+  void SetPrimaryListener(PrimaryListener listener) override;
   RedisClientStats RouterStats() const override;
   std::string Describe() const override;
   std::chrono::milliseconds DefaultTimeout() const override;

@@ -72,6 +72,8 @@ struct ClusterCall {
 
 class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
  public:
+  using PrimaryListener = RedisRouter::PrimaryListener;
+
   Impl(ClusterClientOptions options, StoreUrl url);
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -86,6 +88,7 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   void Dispatch(std::unique_ptr<ClusterCall> call, std::shared_ptr<RedisClient> target,
                 bool asking);
   std::vector<std::shared_ptr<RedisClient>> Primaries() const;
+  void SetPrimaryListener(PrimaryListener listener);
   absl::Status WaitForConnection(std::chrono::milliseconds timeout);
   RedisClientStats RouterStats() const;
   ClusterClientStats Stats() const;
@@ -115,6 +118,8 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   void FinishRefresh();
   void Install(const ClusterMap& map);
   void SweepRetired();
+  // Calls the listener with each of `primaries` (cluster thread).
+  void NotifyPrimaries(const std::vector<std::shared_ptr<RedisClient>>& primaries);
   void ArmPeriodicRefresh();
 
   const ClusterClientOptions options_;  // node.* with the URL's overrides applied.
@@ -148,6 +153,11 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   std::atomic<uint64_t> retries_{0};
   std::atomic<uint64_t> refreshes_{0};
   std::atomic<uint64_t> refresh_failures_{0};
+
+  // Held while the listener runs, so that replacing it waits for a call in progress. Never
+  // taken with mu_ held.
+  internal::Mutex listener_mu_;
+  PrimaryListener listener_ ABSL_GUARDED_BY(listener_mu_);
 
   mutable internal::Mutex mu_;
   std::condition_variable_any changed_;

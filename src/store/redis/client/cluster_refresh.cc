@@ -221,6 +221,7 @@ void ClusterClient::Impl::Install(const ClusterMap& map) {
   if (!table.ok()) return;  // The parsers have checked this already.
   auto routing = std::make_shared<ClusterRouting>();
   routing->slot_owner = *std::move(table);
+  std::vector<std::shared_ptr<RedisClient>> new_primaries;
   {
     internal::MutexLock lock(&mu_);
     if (closing_) return;
@@ -257,12 +258,28 @@ void ClusterClient::Impl::Install(const ClusterMap& map) {
     for (auto& [key, client] : clients_) {
       if (next.count(key) == 0) retired_.push_back(std::move(client));
     }
+    for (const std::shared_ptr<RedisClient>& client : routing->primaries) {
+      if (client == nullptr) continue;
+      const bool known =
+          routing_ != nullptr && std::find(routing_->primaries.begin(), routing_->primaries.end(),
+                                           client) != routing_->primaries.end();
+      if (!known) new_primaries.push_back(client);
+    }
     clients_ = std::move(next);
     routing_ = std::move(routing);
     last_error_ = error;
   }
   refreshes_.fetch_add(1, std::memory_order_relaxed);
   changed_.notify_all();
+  NotifyPrimaries(new_primaries);
+}
+
+void ClusterClient::Impl::NotifyPrimaries(
+    const std::vector<std::shared_ptr<RedisClient>>& primaries) {
+  if (primaries.empty()) return;
+  internal::MutexLock lock(&listener_mu_);
+  if (!listener_) return;
+  for (const std::shared_ptr<RedisClient>& primary : primaries) listener_(primary);
 }
 
 void ClusterClient::Impl::SweepRetired() {

@@ -17,6 +17,7 @@
 #define SLUICE_STORE_REDIS_CLIENT_REDIS_ROUTER_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -59,6 +60,22 @@ class RedisRouter {
   // Returns a client for each primary known now (one for a single server), for commands that
   // every primary must see: SCRIPT LOAD, CONFIG GET. May be empty before the topology is known.
   virtual std::vector<std::shared_ptr<RedisClient>> Primaries() const = 0;
+
+  // Told about a primary to use, on a thread of the router. Must not block, and must not call
+  // SetPrimaryListener().
+  using PrimaryListener = std::function<void(const std::shared_ptr<RedisClient>&)>;
+
+  // RedisRouter::SetPrimaryListener()
+  //
+  // Replaces the listener, which is then called with each primary the router knows now and with
+  // each primary it starts using later (a promoted replica, a node that took slots): for work
+  // every primary needs once, such as SCRIPT LOAD. An empty listener removes it; once this
+  // returns, the old listener is not running and will not be called again. This default, for a
+  // router whose servers never change, calls it for Primaries() at once, on the caller's thread.
+  virtual void SetPrimaryListener(PrimaryListener listener) {
+    if (!listener) return;
+    for (const std::shared_ptr<RedisClient>& primary : Primaries()) listener(primary);
+  }
 
   // RedisRouter::WaitForConnection()
   //

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -319,6 +320,27 @@ TEST_F(ClusterClientTest, DestructionCompletesPendingCommandsOnce) {
   client.reset();
   EXPECT_EQ(completions.load(), kCommands);
   EXPECT_EQ(unavailable.load(), kCommands);
+}
+
+TEST_F(ClusterClientTest, TellsTheListenerAboutEveryPrimary) {
+  std::mutex mu;
+  std::set<std::string> told;
+  client_->SetPrimaryListener([&](const std::shared_ptr<RedisClient>& primary) {
+    std::lock_guard<std::mutex> lock(mu);
+    told.insert(primary->Endpoint());
+  });
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return told.size() == 3;
+      },
+      10'000));
+  client_->SetPrimaryListener(nullptr);
+  const absl::StatusOr<std::vector<int>> primaries = cluster_->PrimaryPorts();
+  ASSERT_TRUE(primaries.ok());
+  for (int port : *primaries) {
+    EXPECT_EQ(told.count(absl::StrCat("redis://127.0.0.1:", port)), 1u) << port;
+  }
 }
 
 TEST_F(ClusterClientTest, TheFactoryMakesAClusterClientForClusterUrls) {
