@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -18,10 +19,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "sluice/http/accept_backoff.h"
 #include "sluice/http/beast.h"
 
-#include "src/util/accept_backoff.h"
-#include "src/util/strings.h"
 
 namespace sluice::examples {
 namespace {
@@ -66,7 +66,8 @@ Response Route(const Request& req) {
     if (id.find_first_not_of("0123456789") == std::string_view::npos) {
       return Json(
           req, bhttp::status::ok,
-          absl::StrCat(R"({"id":)", sluice::internal::AbslView(id), R"(,"status":"shipped"})"));
+          absl::StrCat(R"({"id":)", absl::string_view(id.data(), id.size()),
+                       R"(,"status":"shipped"})"));
     }
   }
   if (req.method() == bhttp::verb::post && path == "/api/orders") {
@@ -200,7 +201,7 @@ struct ApiServer::Impl {
   net::io_context ioc;
   tcp::acceptor acceptor;
   net::steady_timer accept_timer;
-  sluice::internal::AcceptBackoff backoff;
+  http::AcceptBackoff backoff;
   std::vector<std::thread> threads;
   uint16_t bound_port = 0;
 };

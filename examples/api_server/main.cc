@@ -21,7 +21,6 @@
 #include "sluice/redis_store.h"
 #include "sluice/store_url.h"
 
-#include "src/util/strings.h"
 
 namespace sluice::examples {
 namespace {
@@ -38,7 +37,7 @@ struct Flags {
 };
 
 std::string Text(const absl::Status& status) {
-  return std::string(sluice::internal::StdView(status.message()));
+  return std::string(status.message());
 }
 
 absl::StatusOr<std::unique_ptr<Store>> MakeStore(const Flags& flags) {

@@ -17,7 +17,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "src/util/accept_backoff.h"
+#include "sluice/http/accept_backoff.h"
+
 #include "src/util/log_throttle.h"
 
 namespace sluice::server {
@@ -147,7 +148,7 @@ struct HttpServer::Impl {
                           });
   }
 
-  // Out of descriptors, accepting again at once would spin (src/util/accept_backoff.h): returns
+  // Out of descriptors, accepting again at once would spin (sluice/http/accept_backoff.h): returns
   // true when it arranged to accept again after a wait.
   bool PauseAfter(const beast::error_code& ec) {
     const std::chrono::milliseconds wait = backoff.After(ec);
@@ -172,7 +173,7 @@ struct HttpServer::Impl {
   net::io_context acceptor_context;
   tcp::acceptor acceptor;
   net::steady_timer accept_timer;
-  internal::AcceptBackoff backoff;
+  sluice::http::AcceptBackoff backoff;
   internal::LogThrottle accept_log;  // One line a second.
   size_t next_context = 0;
   std::vector<std::thread> threads;

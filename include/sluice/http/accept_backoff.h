@@ -9,19 +9,21 @@
 // (ECONNABORTED: the client gave up while queued) concern one connection only and are retried at
 // once.
 //
-// Example (Boost.Asio):
-//   acceptor.async_accept([this](error_code ec, tcp::socket socket) {
-//     if (ec == net::error::operation_aborted) return;
-//     const std::chrono::milliseconds wait = backoff_.After(ec);
-//     if (wait.count() > 0) { timer_.expires_after(wait); timer_.async_wait(...Accept...); return;
+// Example (Boost.Asio; sluiced's HTTP server and examples/api_server accept this way):
+//   acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+//     if (ec == boost::asio::error::operation_aborted) return;
+//     if (const std::chrono::milliseconds wait = backoff_.After(ec); wait.count() > 0) {
+//       timer_.expires_after(wait);
+//       timer_.async_wait([this](boost::system::error_code) { Accept(); });
+//       return;
 //     }
-//     ...
+//     if (!ec) StartSession(std::move(socket));
 //     Accept();
 //   });
 //
 // Thread safety: not thread-safe; an accept loop runs one accept at a time.
-#ifndef SLUICE_UTIL_ACCEPT_BACKOFF_H_
-#define SLUICE_UTIL_ACCEPT_BACKOFF_H_
+#ifndef SLUICE_HTTP_ACCEPT_BACKOFF_H_
+#define SLUICE_HTTP_ACCEPT_BACKOFF_H_
 
 #include <algorithm>
 #include <cerrno>
@@ -30,7 +32,7 @@
 
 #include <boost/system/error_code.hpp>
 
-namespace sluice::internal {
+namespace sluice::http {
 
 class AcceptBackoff {
  public:
@@ -69,6 +71,6 @@ class AcceptBackoff {
   uint64_t exhausted_ = 0;
 };
 
-}  // namespace sluice::internal
+}  // namespace sluice::http
 
-#endif  // SLUICE_UTIL_ACCEPT_BACKOFF_H_
+#endif  // SLUICE_HTTP_ACCEPT_BACKOFF_H_
