@@ -6,8 +6,9 @@ CMAKE_FLAGS ?=
 # ccache, when installed, makes rebuilds (and the install tests' consumer builds) cheap.
 LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 FUZZ_SECONDS ?= 60
+DEB_BUILD_DIR ?= build-deb
 
-.PHONY: all deps configure build run test sanitize asan tsan fuzz bench format tidy clean
+.PHONY: all deps configure build run test deb sanitize asan tsan fuzz bench format tidy clean
 
 all: build
 
@@ -27,6 +28,15 @@ run: configure
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
+
+# The Debian packages sluiced and libsluice-dev, in $(DEB_BUILD_DIR)/deb/ (CPack's DEB generator,
+# cmake/SluicePackaging.cmake). Its own build directory, installed to /usr, with no tests.
+deb: deps
+	@cmake -S . -B $(DEB_BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_INSTALL_PREFIX=/usr \
+	  -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCHMARKS=OFF -DSLUICE_BUILD_FUZZ=OFF \
+	  -DSLUICE_BUILD_EXAMPLES=OFF $(LAUNCHER) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(DEB_BUILD_DIR) -j$(JOBS) -- --no-print-directory
+	@cd $(DEB_BUILD_DIR) && cpack -G DEB -B deb >/dev/null && ls -1 "$$PWD"/deb/*.deb
 
 # The concurrency-sensitive tests under ThreadSanitizer and the parsers, stores and fuzz corpora
 # under ASan + UBSan, each in its own build directory with only those tests built (CI runs this
@@ -52,4 +62,4 @@ tidy: configure
 	@git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet --extra-arg=-Wno-unknown-warning-option
 
 clean:
-	@rm -rf build build-asan build-tsan build-fuzz
+	@rm -rf build build-asan build-tsan build-fuzz $(DEB_BUILD_DIR)

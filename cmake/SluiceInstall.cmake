@@ -48,6 +48,9 @@ if(NOT SLUICE_INSTALL)
 endif()
 
 set(SLUICE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/sluice)
+# Installing (make install, cpack) packages what is built and does not first build every target,
+# tests included: `make deb` builds what it packages, and the install tests run on a built tree.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY TRUE)
 
 # Headers: those of the parts that are built. sluice/version.h is generated into the build tree.
 file(GLOB sluice_headers ${PROJECT_SOURCE_DIR}/include/sluice/*.h)
@@ -87,18 +90,19 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/sluiceConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/sluiceConfig.cmake ${PROJECT_BINARY_DIR}/sluiceConfigVersion.cmake
         DESTINATION ${SLUICE_CMAKE_DIR} COMPONENT dev)
 
-# sluice.pc (the memory-only library: core, algorithms, memory store). Written at install time,
-# so that its prefix is the one installed to (`cmake --install --prefix P`, CPack's /usr).
-set(SLUICE_PC_PREFIX "@SLUICE_PC_PREFIX@")
-configure_file(${PROJECT_SOURCE_DIR}/cmake/sluice.pc.in ${PROJECT_BINARY_DIR}/pkgconfig/sluice.pc.in
-               @ONLY)
-install(CODE "set(SLUICE_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
-  configure_file(\"${PROJECT_BINARY_DIR}/pkgconfig/sluice.pc.in\"
-                 \"${PROJECT_BINARY_DIR}/pkgconfig/sluice.pc\" @ONLY)" COMPONENT dev)
-install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/sluice.pc
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+# sluice.pc (the memory-only library: core, algorithms, memory store), written at install time so
+# that its prefix is the one installed to.
+configure_file(${PROJECT_SOURCE_DIR}/cmake/SluiceInstallPc.cmake.in
+               ${PROJECT_BINARY_DIR}/pkgconfig/install-pc.cmake @ONLY)
+install(SCRIPT ${PROJECT_BINARY_DIR}/pkgconfig/install-pc.cmake COMPONENT dev)
 
-# sluiced, its example config and its systemd unit (packaging/).
+# sluiced, its example config, its flags file and its systemd unit (packaging/).
 if(TARGET sluiced)
   install(TARGETS sluiced RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT server)
+  configure_file(${PROJECT_SOURCE_DIR}/packaging/install-service.cmake.in
+                 ${PROJECT_BINARY_DIR}/packaging/install-service.cmake @ONLY)
+  install(SCRIPT ${PROJECT_BINARY_DIR}/packaging/install-service.cmake COMPONENT server)
 endif()
+
+# The Debian packages (`make deb`).
+include(SluicePackaging)
