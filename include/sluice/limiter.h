@@ -5,7 +5,7 @@
 // it.
 //
 // Example:
-//   std::unique_ptr<Store> store = NewMemoryStore({});
+//   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<MemoryStore> store, MemoryStore::Create({}));
 //   Limiter limiter(*store);
 //   Limit per_user{.limit = 100, .period = std::chrono::minutes(1)};
 //   absl::StatusOr<Decision> d = limiter.Check("user:42", per_user);

@@ -10,7 +10,7 @@
 // state is then interpreted under the new limit (see docs/algorithms.md).
 //
 // Example:
-//   std::unique_ptr<Store> store = NewMemoryStore({});
+//   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, MemoryStore::Create({}));
 //   absl::StatusOr<Decision> d = store->Check("user:42", Limit{.limit = 10}, 1);
 //   if (d.ok() && !d->allowed) { /* answer 429 */ }
 //

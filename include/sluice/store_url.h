@@ -48,7 +48,7 @@
 // Example:
 //   absl::StatusOr<StoreUrl> url = ParseStoreUrl("redis://limiter:s3cret@10.0.0.5:6379/2");
 //   if (!url.ok()) return url.status();
-//   LOG(INFO) << "store: " << url->Redacted();  // redis://limiter:***@10.0.0.5:6379/2
+//   std::clog << "store: " << url->Redacted() << "\n";  // redis://limiter:***@10.0.0.5:6379/2
 //
 // Thread safety: a value type; ParseStoreUrl() is thread-safe.
 #ifndef SLUICE_STORE_URL_H_

@@ -18,8 +18,10 @@
 // IPv4-mapped IPv6 addresses (::ffff:192.0.2.7, common on dual-stack sockets) are read as IPv4.
 //
 // Example:
-//   absl::StatusOr<ClientIpOptions> options = MakeClientIpOptions({"10.0.0.0/8"}, ...);
-//   std::optional<IpAddress> ip = ResolveClientIp(*options, view.peer_address, view.headers);
+//   absl::StatusOr<Cidr> proxies = ParseCidr("10.0.0.0/8");
+//   if (!proxies.ok()) return proxies.status();
+//   ClientIpOptions options{.trusted_proxies = {*proxies}};
+//   std::optional<IpAddress> ip = ResolveClientIp(options, view.peer_address, view.headers);
 //
 // Thread safety: value types and pure functions.
 #ifndef SLUICE_HTTP_CLIENT_IP_H_

@@ -7,7 +7,9 @@
 // Example:
 //   httplib::Server server;
 //   sluice::http::InstallRateLimit(server, *middleware);
-//   server.Get("/api/items", ...);
+//   server.Get("/api/items", [](const httplib::Request&, httplib::Response& res) {
+//     res.set_content("[]", "application/json");
+//   });
 //
 // Note: a server error handler (Server::set_error_handler) also runs on rejections (status >= 400)
 // and may replace their body; leave rejections alone in it (their Content-Type is

@@ -22,7 +22,7 @@
 //   SLUICE_ASSIGN_OR_RETURN(auto config, LoadMiddlewareConfig("rules.yaml"));
 //   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Middleware> middleware,
 //                           Middleware::Create({.store = store.get(), .config = config}));
-//   middleware->DecideAsync(view, [](Verdict verdict) { ... });
+//   middleware->DecideAsync(view, [](Verdict verdict) { Respond(std::move(verdict)); });
 //
 // Thread safety: thread-safe. The config is an immutable snapshot, swapped atomically by
 // SetConfig(); a request in flight finishes under the snapshot it started with.
