@@ -60,6 +60,16 @@ TEST(BeastRequestView, DescribesTheRequest) {
   EXPECT_EQ(view.view().Header("Cookie"), std::nullopt);
 }
 
+// Verifies that the peer is printed as IpAddress prints it (the identity key relies on the same
+// text from both), at the digit-count boundaries of each octet.
+TEST(BeastRequestView, PrintsThePeerAsIpAddressDoes) {
+  for (const char* text : {"0.0.0.0", "9.10.99.100", "255.255.255.255", "2001:db8::1"}) {
+    const net::ip::address address = net::ip::make_address(text);
+    EXPECT_EQ(BeastRequestView::FormatPeer(address), text);
+    EXPECT_EQ(BeastRequestView::FormatPeer(address), ParseIpAddress(text)->ToString());
+  }
+}
+
 TEST(BeastAdapter, DeliversVerdictsOnTheExecutorAndBuildsResponses) {
   std::unique_ptr<MemoryStore> store = MemoryStore::Create({}).value();
   std::unique_ptr<Middleware> middleware =

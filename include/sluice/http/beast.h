@@ -22,6 +22,7 @@
 #ifndef SLUICE_HTTP_BEAST_H_
 #define SLUICE_HTTP_BEAST_H_
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -37,6 +38,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "sluice/http/client_ip.h"
 #include "sluice/http/middleware.h"
 #include "sluice/http/request.h"
 
@@ -68,20 +70,14 @@ class BeastRequestView {
 
   const RequestView& view() const { return view_; }
 
-  // Returns the address as text; IPv4 without snprintf (inet_ntop's), which shows in profiles.
+  // Returns the address as text. IPv4 goes through IpAddress::ToString(), the one IPv4 printer,
+  // which avoids inet_ntop's snprintf (it shows in request-path profiles).
   static std::string FormatPeer(const boost::asio::ip::address& address) {
     if (!address.is_v4()) return address.to_string();
     const boost::asio::ip::address_v4::bytes_type bytes = address.to_v4().to_bytes();
-    std::string text;
-    text.reserve(15);
-    for (size_t i = 0; i < bytes.size(); ++i) {
-      if (i > 0) text.push_back('.');
-      const unsigned value = bytes[i];
-      if (value >= 100) text.push_back(static_cast<char>('0' + value / 100));
-      if (value >= 10) text.push_back(static_cast<char>('0' + value / 10 % 10));
-      text.push_back(static_cast<char>('0' + value % 10));
-    }
-    return text;
+    IpAddress ip;
+    std::copy(bytes.begin(), bytes.end(), ip.bytes.begin());
+    return ip.ToString();
   }
 
  private:
