@@ -1,19 +1,27 @@
--- check_sliding_log.lua: the entry of the sliding_log single-check script. It is composed
--- from common, time, sliding_log, parse_check and this piece only, so a call runs no other
--- algorithm's code.
+-- check_sliding_log.lua: the single-check function of sliding_log limits.
 --
--- KEYS[1]                       the state key (docs/keys.md)
--- ARGV[kArgvBase + 1 .. + 5]    'sliding_log', limit, period_us, capacity, cost
---                               (parse_check.lua)
--- Returns {allowed (1|0), limit, remaining, reset_after_us, retry_after_us}, all integers.
+-- keys[1]                  the state key (docs/keys.md)
+-- args[kArgvBase + 1]      one sliding_log check (parse_check.lua)
+-- Returns one decision, packed in kDecisionFormat.
 -- Errors: 'SLUICE_BADARG ...' for invalid arguments, raised before anything is read or written.
 
-local limit, period, _, cost = ParseSingleCheck('sliding_log')
-local now = NowMicros()
-local key = KEYS[1]
-local log = LoadSlidingLog(key, 1)
-local allowed, remaining, reset_after, retry_after = DecideSlidingLog(limit, period, log, now, cost)
-if allowed == 1 and cost > 0 then
-  SaveSlidingLog(key, log, now)
+local function CheckSlidingLog(keys, args)
+  if not Call then
+    Init()
+  end
+  -- Everything is validated before anything is read or written.
+  if #keys ~= 1 or #args ~= kArgvBase + 1 then
+    Fail('expected 1 key and ' .. (kArgvBase + 1) .. ' arguments')
+  end
+  local _, limit, period, _, cost = ParseCheck(args[kArgvBase + 1], 1, kSlidingLog)
+  local now = NowMicros(args)
+  local now_text = Format('%d', now)
+  local key = keys[1]
+  local log = LoadSlidingLog(key, 1)
+  local allowed, remaining, reset_after, retry_after = DecideSlidingLog(limit, period, log, now,
+    now_text, cost)
+  if allowed == 1 and cost > 0 then
+    SaveSlidingLog(key, log, now, now_text)
+  end
+  return Pack(kDecisionFormat, allowed, limit, remaining, reset_after, retry_after)
 end
-return {allowed, limit, remaining, reset_after, retry_after}

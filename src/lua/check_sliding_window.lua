@@ -1,21 +1,27 @@
--- check_sliding_window.lua: the entry of the sliding_window single-check script. It is composed
--- from common, time, sliding_window, parse_check and this piece only, so a call runs no other
--- algorithm's code.
+-- check_sliding_window.lua: the single-check function of sliding_window limits.
 --
--- KEYS[1]                       the state key (docs/keys.md)
--- ARGV[kArgvBase + 1 .. + 5]    'sliding_window', limit, period_us, capacity, cost
---                               (parse_check.lua)
--- Returns {allowed (1|0), limit, remaining, reset_after_us, retry_after_us}, all integers.
+-- keys[1]                  the state key (docs/keys.md)
+-- args[kArgvBase + 1]      one sliding_window check (parse_check.lua)
+-- Returns one decision, packed in kDecisionFormat.
 -- Errors: 'SLUICE_BADARG ...' for invalid arguments, raised before anything is read or written.
 
-local limit, period, _, cost = ParseSingleCheck('sliding_window')
-local now = NowMicros()
-local key = KEYS[1]
-local window_start, current, previous = LoadSlidingWindow(key, 1)
-local allowed, remaining, reset_after, retry_after
-allowed, remaining, reset_after, retry_after, window_start, current, previous =
-  DecideSlidingWindow(limit, period, window_start, current, previous, now, cost)
-if allowed == 1 and cost > 0 then
-  SaveSlidingWindow(key, window_start, current, previous, period, now)
+local function CheckSlidingWindow(keys, args)
+  if not Call then
+    Init()
+  end
+  -- Everything is validated before anything is read or written.
+  if #keys ~= 1 or #args ~= kArgvBase + 1 then
+    Fail('expected 1 key and ' .. (kArgvBase + 1) .. ' arguments')
+  end
+  local _, limit, period, _, cost = ParseCheck(args[kArgvBase + 1], 1, kSlidingWindow)
+  local now = NowMicros(args)
+  local key = keys[1]
+  local window_start, current, previous, expiry_ms = LoadSlidingWindow(key, 1)
+  local allowed, remaining, reset_after, retry_after
+  allowed, remaining, reset_after, retry_after, window_start, current, previous =
+    DecideSlidingWindow(limit, period, window_start, current, previous, now, cost)
+  if allowed == 1 and cost > 0 then
+    SaveSlidingWindow(key, window_start, current, previous, period, now, expiry_ms)
+  end
+  return Pack(kDecisionFormat, allowed, limit, remaining, reset_after, retry_after)
 end
-return {allowed, limit, remaining, reset_after, retry_after}

@@ -1,21 +1,27 @@
--- check_token_bucket.lua: the entry of the token_bucket single-check script. It is composed
--- from common, time, token_bucket, parse_check and this piece only, so a call runs no other
--- algorithm's code.
+-- check_token_bucket.lua: the single-check function of token_bucket limits.
 --
--- KEYS[1]                       the state key (docs/keys.md)
--- ARGV[kArgvBase + 1 .. + 5]    'token_bucket', limit, period_us, capacity, cost
---                               (parse_check.lua)
--- Returns {allowed (1|0), limit, remaining, reset_after_us, retry_after_us}, all integers.
+-- keys[1]                  the state key (docs/keys.md)
+-- args[kArgvBase + 1]      one token_bucket check (parse_check.lua); capacity is the burst
+-- Returns one decision, packed in kDecisionFormat; its limit is the burst.
 -- Errors: 'SLUICE_BADARG ...' for invalid arguments, raised before anything is read or written.
 
-local rate, period, burst, cost = ParseSingleCheck('token_bucket')
-local now = NowMicros()
-local key = KEYS[1]
-local deficit, updated = LoadTokenBucket(key, 1)
-local allowed, remaining, reset_after, retry_after
-allowed, remaining, reset_after, retry_after, deficit, updated =
-  DecideTokenBucket(rate, burst, period, deficit, updated, now, cost)
-if allowed == 1 and cost > 0 then
-  SaveTokenBucket(key, deficit, updated, rate, now)
+local function CheckTokenBucket(keys, args)
+  if not Call then
+    Init()
+  end
+  -- Everything is validated before anything is read or written.
+  if #keys ~= 1 or #args ~= kArgvBase + 1 then
+    Fail('expected 1 key and ' .. (kArgvBase + 1) .. ' arguments')
+  end
+  local _, rate, period, burst, cost = ParseCheck(args[kArgvBase + 1], 1, kTokenBucket)
+  local now = NowMicros(args)
+  local key = keys[1]
+  local deficit, updated = LoadTokenBucket(key, 1)
+  local allowed, remaining, reset_after, retry_after
+  allowed, remaining, reset_after, retry_after, deficit, updated =
+    DecideTokenBucket(rate, burst, period, deficit, updated, now, cost)
+  if allowed == 1 and cost > 0 then
+    SaveTokenBucket(key, deficit, updated, rate, now)
+  end
+  return Pack(kDecisionFormat, allowed, burst, remaining, reset_after, retry_after)
 end
-return {allowed, burst, remaining, reset_after, retry_after}

@@ -1,15 +1,28 @@
--- common.lua: constants, exact integer helpers and argument parsing shared by every script.
+-- common.lua: the library functions every piece calls, constants, exact integer helpers and the
+-- binary formats of arguments, replies and states.
 --
 -- Every number in sluice's state is an integer below 2^53, which Lua's doubles hold exactly
 -- (docs/algorithms.md, "Exact arithmetic"). Two things would still lose exactness, and the helpers
 -- here avoid both: a division whose double quotient rounds across an integer (IDiv corrects it),
--- and passing a number to redis.call, which formats it with '%.14g' and so drops digits above
--- 10^14 (numbers are formatted with '%d' instead).
+-- and Lua's own number-to-string conversion ('%.14g', which drops digits above 10^14): numbers
+-- that Redis parses as integers are formatted with '%d'.
 --
--- Cost: Redis runs a script's whole body on every EVALSHA, and each `local function` below is a
--- closure created per call, so this piece keeps to the few helpers every script needs. Scripts
--- use multiple return values and locals rather than tables wherever one call's data fits in a few
--- numbers (docs/redis.md, "Cost per call").
+-- Cost (docs/redis.md, "Cost per call"): the same pieces make the function library (FCALL), whose
+-- top level runs once at FUNCTION LOAD, and the EVALSHA scripts, whose whole body runs on every
+-- call. What a call costs Redis is mostly its commands and the strings it makes: arguments,
+-- replies and states are packed integers (struct), which cost a fraction of decimal text to parse
+-- and to build, and a reply is one string rather than a table.
+
+-- The library functions, cached as upvalues by Init() on a call's first line: a function library's
+-- top level runs with only the redis API visible (string, math, struct are not there yet), and an
+-- upvalue costs less than a global table lookup on every use.
+local Call, Floor, ToNumber, Unpack, Pack, Format, Match, Find
+
+local function Init()
+  Call, Floor, ToNumber = redis.call, math.floor, tonumber
+  Unpack, Pack = struct.unpack, struct.pack
+  Format, Match, Find = string.format, string.match, string.find
+end
 
 local kMaxLimit = 4294967295 -- 2^32 - 1
 local kMaxCost = 4294967296 -- 2^32
@@ -20,6 +33,20 @@ local kMaxTimeUs = 9007199254740991 -- 2^53 - 1: the largest exact integer, boun
 local kMaxNowUs = 4503599627370495 -- 2^52 - 1: docs/algorithms.md bounds `now` (year 2112)
 local kMaxChecks = 64 -- checks per check_all call, so one call's work stays bounded
 
+-- Algorithms, by their value in enum class Algorithm (lua_scripts.h encodes a check with it).
+local kFixedWindow = 0
+local kSlidingWindow = 1
+local kSlidingLog = 2
+local kTokenBucket = 3
+local kGcra = 4
+
+-- One check, one ARGV entry of kCheckBytes: algorithm, limit, period_us, capacity, cost,
+-- little-endian (AppendCheckArguments() in lua_scripts.cc writes it).
+local kCheckFormat = '<BI4I8I4I8'
+local kCheckBytes = 25
+-- One decision in a reply: allowed (1|0), limit, remaining, reset_after_us, retry_after_us.
+local kDecisionFormat = '<i8i8i8i8i8'
+
 -- Raises an error reply. Scripts validate every argument before their first write, so raising
 -- here leaves no partial state behind (a Redis script is isolated, not rolled back).
 local function Fail(message)
@@ -28,12 +55,12 @@ end
 
 -- Raised when a stored state cannot be parsed: a key of ours was written by someone else.
 local function FailState(key_index, what)
-  error({err = 'SLUICE_BADSTATE key ' .. key_index .. ': ' .. what .. ' is not an integer'})
+  error({err = 'SLUICE_BADSTATE key ' .. key_index .. ': ' .. what .. ' is not valid'})
 end
 
 -- floor(a / b) for integers 0 <= a < 2^53 and 0 < b < 2^53.
 local function IDiv(a, b)
-  local q = math.floor(a / b)
+  local q = Floor(a / b)
   -- The double quotient may round up to the next integer (or, in principle, down): step back to
   -- the exact floor. Both products stay below 2^53 + b, so they are exact for our operands.
   if q * b > a then
@@ -56,24 +83,23 @@ end
 -- Parses a decimal integer in [lo, hi], or returns nil. Only digits are accepted: this refuses
 -- '', ' 1', '+1', '-1', '1.5', '1e3', '0x10', 'nan' and 'inf', all of which tonumber would take
 -- or turn into a non-integer. Sixteen digits are enough for every bound (all are below 2^53), and
--- a longer string cannot round into range.
+-- a longer string cannot round into range. (Only the test-time `now` and states written by an
+-- earlier version are decimal.)
 local function ParseInt(text, lo, hi)
-  if type(text) ~= 'string' or #text == 0 or #text > 16 or not string.find(text, '^%d+$') then
+  if type(text) ~= 'string' or #text == 0 or #text > 16 or not Find(text, '^%d+$') then
     return nil
   end
-  local x = tonumber(text)
+  local x = ToNumber(text)
   if x == nil or x ~= x or x < lo or x > hi then
     return nil
   end
   return x
 end
 
--- A stored state is one string of decimal integers joined by ':' (docs/redis.md, "State
--- encoding"); its fields are read with string.match and a pattern of '(%d+)' captures, so each is
--- digits only, and these checks finish the job: a capture that is missing (the value has another
--- shape) or beyond 2^53 - 1 (tonumber of 17 or more digits) is refused.
+-- A field of a state written by an earlier version as decimal integers joined by ':' (read with
+-- '(%d+)' captures, so digits only): refused when missing or beyond 2^53 - 1.
 local function StateInt(text, key_index)
-  local x = tonumber(text)
+  local x = ToNumber(text)
   if x == nil or x > kMaxTimeUs then
     FailState(key_index, 'stored state')
   end

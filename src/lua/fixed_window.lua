@@ -1,17 +1,29 @@
 -- fixed_window.lua: docs/algorithms.md, "fixed_window".
--- State: the string 'w:c' (window start in us, count); no key = (0, 0).
+-- State: '<I8I8I8' = window start (us), count, and the expiry (ms) the key was written with;
+-- no key = (0, 0). An earlier version wrote 'w:c' in decimal, which is still read.
 --
 -- The algorithm pieces are plain functions with multiple return values, shared by the
--- fixed_window check script and check_all: Load reads the state, Decide is pure, Save writes the
--- state and its expiry in one command.
+-- fixed_window check function and check_all: Load reads the state, Decide is pure, Save writes
+-- the state and its expiry in one command.
 
+local kFixedWindowState = '<I8I8I8'
+local kFixedWindowStateBytes = 24
+
+-- Returns window start, count and the key's expiry in ms (-1 when unknown).
 local function LoadFixedWindow(key, key_index)
-  local v = redis.call('GET', key)
+  local v = Call('GET', key)
   if not v then
-    return 0, 0
+    return 0, 0, -1
   end
-  local w, c = string.match(v, '^(%d+):(%d+)$')
-  return StateInt(w, key_index), StateInt(c, key_index)
+  if #v == kFixedWindowStateBytes then
+    local w, c, e = Unpack(kFixedWindowState, v)
+    if w > kMaxTimeUs or c > kMaxTimeUs then
+      FailState(key_index, 'stored state')
+    end
+    return w, c, e
+  end
+  local w, c = Match(v, '^(%d+):(%d+)$')
+  return StateInt(w, key_index), StateInt(c, key_index), -1
 end
 
 -- Decides `cost` at `now` against the state (window_start, count). Returns allowed (1|0),
@@ -24,7 +36,15 @@ local function DecideFixedWindow(limit, period, window_start, count, now, cost)
   if window_start > m then
     m = window_start
   end
-  local window = IDiv(m, period) * period
+  -- m rounded down to a multiple of the period: m % period is m - floor(m / period) * period in
+  -- doubles, exact except that the floor of a rounded quotient may be one off, which the two tests
+  -- correct (IDiv's correction, without a call: a Lua call costs Redis as much as a command).
+  local window = m - m % period
+  if window > m then
+    window = window - period
+  elseif window + period <= m then
+    window = window + period
+  end
   local used = count
   if window_start < window then
     used = 0
@@ -48,7 +68,10 @@ local function DecideFixedWindow(limit, period, window_start, count, now, cost)
   return 0, remaining, reset_after, reset_after, window_start, count
 end
 
--- Expires at the end of the window: W + P.
-local function SaveFixedWindow(key, window_start, count, period, now)
-  SetState(key, string.format('%d:%d', window_start, count), window_start + period, now)
+-- Expires at the end of the window: W + P, a whole ms (W is a multiple of P). Within one window
+-- under one period the expiry does not change, so the key keeps its TTL.
+local function SaveFixedWindow(key, window_start, count, period, now, stored_expiry_ms)
+  local expiry_ms = (window_start + period) / 1000
+  SetState(key, Pack(kFixedWindowState, window_start, count, expiry_ms), expiry_ms, now,
+    expiry_ms == stored_expiry_ms)
 end

@@ -1,18 +1,29 @@
 -- gcra.lua: docs/algorithms.md, "gcra".
--- State: the string 't:f': the TAT's whole microseconds and its fraction in 1/limit us, with the
--- theoretical arrival time tat = t + f / limit and 0 <= f < limit; no key = (0, 0).
+-- State: '<I8I8' = the TAT's whole microseconds and its fraction in 1/limit us, with the
+-- theoretical arrival time tat = t + f / limit and 0 <= f < limit; no key = (0, 0). An earlier
+-- version wrote 't:f' in decimal, which is still read.
 --
 -- The debt D(x) = (x_us - now) * limit + x_frac is never formed when it could be large: after
 -- time steps back, x_us - now can be hours, and hours times a 2^32 limit is beyond 2^53. Writing
 -- D(x) = dt * limit + f and B * P = bq * limit + br, every comparison and ceil() below is done on
 -- the pair (dt, f), which is exact for any dt below 2^53.
 
+local kGcraState = '<I8I8'
+local kGcraStateBytes = 16
+
 local function LoadGcra(key, key_index)
-  local v = redis.call('GET', key)
+  local v = Call('GET', key)
   if not v then
     return 0, 0
   end
-  local t, f = string.match(v, '^(%d+):(%d+)$')
+  if #v == kGcraStateBytes then
+    local t, f = Unpack(kGcraState, v)
+    if t > kMaxTimeUs or f > kMaxTimeUs then
+      FailState(key_index, 'stored state')
+    end
+    return t, f
+  end
+  local t, f = Match(v, '^(%d+):(%d+)$')
   return StateInt(t, key_index), StateInt(f, key_index)
 end
 
@@ -84,5 +95,5 @@ local function SaveGcra(key, tat_us, tat_frac, now)
   if tat_frac > 0 then
     expiry = expiry + 1
   end
-  SetState(key, string.format('%d:%d', tat_us, tat_frac), expiry, now)
+  SetState(key, Pack(kGcraState, tat_us, tat_frac), CeilDiv(expiry, 1000), now, false)
 end

@@ -1,85 +1,113 @@
 -- sliding_log.lua: docs/algorithms.md, "sliding_log" (exact log of admitted units).
 --
 -- State: one sorted set. Each admitted unit is a member scored by its time in microseconds
--- (>= 0). The member names come from a per-key sequence kept in the same key, as the member '#'
--- whose score is minus the last sequence number used.
+-- (>= 0) and named after the time and its place among the units recorded at that microsecond:
+-- '<time>' for the first, '<time>:<i>' for the i-th (i >= 2).
 --
--- Why members are unique by construction: entry members are the decimal numbers seq+1 .. seq+c,
--- where seq is read from '#' and written back as seq+c in the same script, so within the life of
--- a key every number is handed out at most once, whatever the times are (equal microseconds, or
--- time going backwards). '#' lives and dies with the key (same key, same TTL); when the key
--- expires the sequence restarts at 1, but then no entry is left to collide with. No randomness is
--- involved: Redis's Lua random generator is a fixed, server-wide sequence (docs/redis.md).
+-- Why members are unique by construction: entries are only ever removed by an admission's trim
+-- (every entry at or before a time) or with the whole key, so the entries at one microsecond t
+-- are always all of those recorded at t, the 1st .. m-th. An admission at `now` names its units
+-- the (m+1)-th .. (m+c)-th, where m is the number of entries at `now`: 0 when no entry is at or
+-- after `now` (the usual case), else counted with ZCOUNT (the same microsecond again, or time
+-- stepped back). This holds whatever the
+-- times are, and involves no randomness: Redis's Lua random generator is a fixed, server-wide
+-- sequence (docs/redis.md). Logs written by an earlier version also hold members named by a
+-- sequence number and a member '#' with a negative score; they cannot collide with the new
+-- names (a sequence number is below any time in microseconds since 2001), and '#' is never
+-- counted (below).
 --
--- '#' never counts as an entry: it has a negative score, and entries are counted and trimmed by
--- score from 0 up, so it is also always the first member by rank (rank 0).
---
--- Entries that no longer count (t <= now - period) are only removed when an admission writes the
--- log, as the spec's state transition does: a denial or a peek writes nothing, and after a
--- backward time step such entries count again, exactly as in the C++ implementation. Reads are
--- O(log N); an admission trims in O(log N + removed). The rank of the oldest live entry, which
--- only a denial's retry_after needs, is only counted then.
+-- Entries are counted and trimmed by score from 0 up, so a member with a negative score never
+-- counts. Entries that no longer count (t <= now - period) are only removed when an admission
+-- writes the log, as the spec's state transition does: a denial or a peek writes nothing, and
+-- after a backward time step such entries count again, exactly as in the C++ implementation.
+-- Reads are O(log N); an admission trims in O(log N + removed). Every command here finds members
+-- by score or rank, never by name, which on a small sorted set (a listpack) would be a scan. The
+-- rank of the oldest live entry, which only a denial's retry_after needs, is only counted then.
 
-local kSeqMember = '#'
 -- ZADD arguments per call: Lua's unpack is limited to about 8000 values.
 local kZaddChunk = 1000
 
--- Returns the state of the log at `key`: its sequence, and what this script has decided on it but
--- not written yet. `pending` units were admitted in this script, all at `now`; `trim_horizon` is
--- what their admissions drop when written and `max_period` the longest period among them (only
--- check_all with a repeated key decides twice on one state before writing it).
+-- Returns the state of the log at `key` as this script sees it: what it has read of the stored
+-- log (`newest`: the newest stored entry once read; `future`: how many stored entries are at or
+-- after `now`, once counted), and what it has decided on it but not written yet. `pending` units
+-- were admitted in this script, all at `now`; `trim_horizon` is what their admissions drop when
+-- written and `max_period` the longest period among them (only check_all with a repeated key
+-- decides twice on one state before writing it).
 local function LoadSlidingLog(key, key_index)
-  local seq = 0
-  local has_seq = false
-  local seq_score = redis.call('ZSCORE', key, kSeqMember)
-  if seq_score then
-    -- ZSCORE gives '-N'; parse the digits after the sign.
-    seq = ParseInt(string.sub(seq_score, 2), 0, kMaxTimeUs)
-    if string.sub(seq_score, 1, 1) ~= '-' or seq == nil then
-      FailState(key_index, kSeqMember)
-    end
-    has_seq = true
-  end
-  return {key = key, key_index = key_index, seq = seq, has_seq = has_seq, pending = 0,
+  return {key = key, key_index = key_index, newest = nil, future = nil, pending = 0,
     trim_horizon = nil, max_period = 0}
 end
 
--- Returns the entries that count at `now` under `period`: count, newest (nil when none), and the
--- horizon and score range ('(' .. horizon, or '0') that bound them. They are the stored entries
--- newer than the horizon that an earlier admission in this script has not dropped, plus the
--- pending ones.
+-- Returns the newest stored entry's time (REQUIRES: the log has an entry). The highest score is
+-- an entry whenever there is one: members with a negative score come first.
+local function SlidingLogNewest(st)
+  if st.newest == nil then
+    local top = Call('ZRANGE', st.key, -1, -1, 'WITHSCORES')
+    st.newest = ParseInt(top[2], 0, kMaxTimeUs)
+    if st.newest == nil then
+      FailState(st.key_index, 'entry score')
+    end
+  end
+  return st.newest
+end
+
+-- Returns the number of stored entries at or after `now`: 0 unless the same microsecond comes
+-- again or time stepped back.
+local function SlidingLogFuture(st, now_text)
+  if st.future == nil then
+    st.future = Call('ZCOUNT', st.key, now_text, '+inf')
+  end
+  return st.future
+end
+
+-- Returns the entries that count at `now` under `period`: their count, and the horizon and its
+-- text (entries count when newer than the horizon). They are the stored entries newer than the
+-- horizon that an earlier admission in this script has not dropped, plus the pending ones.
 local function SlidingLogLive(st, now, period)
   local horizon = now - period
   if st.trim_horizon ~= nil and st.trim_horizon > horizon then
     horizon = st.trim_horizon
   end
+  local horizon_text = '-1'
   local live_min = '0'
   if horizon >= 0 then
-    live_min = '(' .. string.format('%d', horizon)
+    horizon_text = Format('%d', horizon)
+    live_min = '(' .. horizon_text
   end
-  local stored = redis.call('ZCOUNT', st.key, live_min, '+inf')
-  local newest = nil
-  if stored > 0 then
-    -- The highest score is live whenever any stored entry is.
-    local top = redis.call('ZRANGE', st.key, -1, -1, 'WITHSCORES')
-    newest = ParseInt(top[2], 0, kMaxTimeUs)
-    if newest == nil then
-      FailState(st.key_index, 'entry score')
+  return Call('ZCOUNT', st.key, live_min, '+inf') + st.pending, horizon, horizon_text
+end
+
+-- Returns the newest live entry's time, or nil when `live` is 0. Pending units are at `now`. A
+-- stored entry is newer than `now` only after a backward time step: when none is at or after
+-- `now`, the newest is `now` if a unit is pending, else read.
+local function SlidingLogNewestLive(st, live, now, now_text)
+  if live == 0 then
+    return nil
+  end
+  if st.pending > 0 then
+    if SlidingLogFuture(st, now_text) == 0 then
+      return now
     end
+    local newest = SlidingLogNewest(st)
+    if newest < now then
+      return now
+    end
+    return newest
   end
-  if st.pending > 0 and (newest == nil or newest < now) then
-    newest = now
-  end
-  return stored + st.pending, newest, horizon, live_min
+  return SlidingLogNewest(st)
 end
 
 -- Returns the time of the k-th oldest live entry (1 <= k <= the live count).
-local function SlidingLogKthOldest(st, horizon, live_min, k, now)
+local function SlidingLogKthOldest(st, horizon, horizon_text, k, now, now_text)
   local index = k
   if st.pending > 0 then
     -- Live stored entries at or before `now` come first, then the pending ones (all at `now`),
     -- then stored entries after `now` (there are some only when time went backwards).
-    local before = redis.call('ZCOUNT', st.key, live_min, string.format('%d', now))
+    local live_min = '0'
+    if horizon >= 0 then
+      live_min = '(' .. horizon_text
+    end
+    local before = Call('ZCOUNT', st.key, live_min, now_text)
     if k > before then
       if k <= before + st.pending then
         return now
@@ -87,15 +115,14 @@ local function SlidingLogKthOldest(st, horizon, live_min, k, now)
       index = k - st.pending
     end
   end
-  -- Ranks: '#' (if any) first, then the entries that no longer count, then the live ones.
-  local rank = index - 1
-  if st.has_seq then
-    rank = rank + 1
-  end
+  -- Ranks: members with a negative score (an earlier version's '#') first, then the entries that
+  -- no longer count, then the live ones.
+  local not_live = '(0'
   if horizon >= 0 then
-    rank = rank + redis.call('ZCOUNT', st.key, '0', string.format('%d', horizon))
+    not_live = horizon_text
   end
-  local entry = redis.call('ZRANGE', st.key, rank, rank, 'WITHSCORES')
+  local rank = index - 1 + Call('ZCOUNT', st.key, '-inf', not_live)
+  local entry = Call('ZRANGE', st.key, rank, rank, 'WITHSCORES')
   local t = ParseInt(entry[2], 0, kMaxTimeUs)
   if t == nil then
     FailState(st.key_index, 'entry score')
@@ -103,26 +130,16 @@ local function SlidingLogKthOldest(st, horizon, live_min, k, now)
   return t
 end
 
--- Decides `cost` at `now` against the log `st`. Returns allowed (1|0), remaining, reset_after and
--- retry_after; an admission with cost > 0 is recorded in `st` (pending), to be written by Save.
-local function DecideSlidingLog(limit, period, st, now, cost)
-  local count, newest, horizon, live_min = SlidingLogLive(st, now, period)
-  local reset_after = 0
-  if count > 0 then
-    reset_after = newest + period - now
-  end
+-- Decides `cost` at `now` (and its text) against the log `st`. Returns allowed (1|0), remaining,
+-- reset_after and retry_after; an admission with cost > 0 is recorded in `st` (pending), to be
+-- written by Save.
+local function DecideSlidingLog(limit, period, st, now, now_text, cost)
+  local count, horizon, horizon_text = SlidingLogLive(st, now, period)
   local remaining = limit - count
   if remaining < 0 then
     remaining = 0
   end
-  if cost > limit then
-    return 0, remaining, reset_after, -1
-  end
-  -- A peek is always allowed, even when a log written under a larger limit holds more.
-  if cost == 0 then
-    return 1, remaining, reset_after, 0
-  end
-  if count + cost <= limit then
+  if cost > 0 and cost <= limit and count + cost <= limit then
     st.pending = st.pending + cost
     if st.max_period < period then
       st.max_period = period
@@ -131,39 +148,63 @@ local function DecideSlidingLog(limit, period, st, now, cost)
     if st.trim_horizon == nil or st.trim_horizon < now - period then
       st.trim_horizon = now - period
     end
-    if newest == nil or newest < now then
-      newest = now
-    end
+    local newest = SlidingLogNewestLive(st, count + cost, now, now_text)
     return 1, limit - count - cost, newest + period - now, 0
+  end
+  local reset_after = 0
+  local newest = SlidingLogNewestLive(st, count, now, now_text)
+  if newest ~= nil then
+    reset_after = newest + period - now
+  end
+  if cost > limit then
+    return 0, remaining, reset_after, -1
+  end
+  -- A peek is always allowed, even when a log written under a larger limit holds more.
+  if cost == 0 then
+    return 1, remaining, reset_after, 0
   end
   -- The k-th oldest entry must leave; 1 <= k <= count because cost <= limit < count + cost.
   local k = count + cost - limit
-  local oldest = SlidingLogKthOldest(st, horizon, live_min, k, now)
+  local oldest = SlidingLogKthOldest(st, horizon, horizon_text, k, now, now_text)
   return 0, remaining, reset_after, oldest + period - now
 end
 
--- Writes the pending entries (and the sequence, in the same ZADD) and the expiry.
-local function SaveSlidingLog(key, st, now)
+-- Writes the pending entries (trimming those that no longer count first), then the expiry.
+local function SaveSlidingLog(key, st, now, now_text)
   if st.trim_horizon >= 0 then
-    redis.call('ZREMRANGEBYSCORE', key, '0', string.format('%d', st.trim_horizon))
+    Call('ZREMRANGEBYSCORE', key, '0', Format('%d', st.trim_horizon))
   end
-  local score = string.format('%d', now)
-  local args = {}
-  local n = 0
-  for i = 1, st.pending do
-    args[n + 1] = score
-    args[n + 2] = string.format('%d', st.seq + i)
-    n = n + 2
-    if n >= 2 * kZaddChunk then
-      redis.call('ZADD', key, unpack(args, 1, n))
-      n = 0
+  -- m: the entries already at `now`, which the new names follow.
+  local m = 0
+  local newest = now
+  if SlidingLogFuture(st, now_text) > 0 then
+    m = Call('ZCOUNT', key, now_text, now_text)
+    newest = SlidingLogNewest(st)
+    if newest < now then
+      newest = now
     end
   end
-  args[n + 1] = string.format('%d', -(st.seq + st.pending))
-  args[n + 2] = kSeqMember
-  redis.call('ZADD', key, unpack(args, 1, n + 2))
-  -- Expiry: the newest entry (now, or later after a backward time step) plus the period (the
-  -- longest of this script's admissions, when check_all names the key with several limits).
-  local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  SetExpiry(key, tonumber(top[2]) + st.max_period, now)
+  if m == 0 and st.pending == 1 then
+    -- The usual admission: one unit, the first at `now`.
+    Call('ZADD', key, now_text, now_text)
+  else
+    local args = {}
+    local n = 0
+    for i = m + 1, m + st.pending do
+      args[n + 1] = now_text
+      if i == 1 then
+        args[n + 2] = now_text
+      else
+        args[n + 2] = now_text .. ':' .. i
+      end
+      n = n + 2
+      if n >= 2 * kZaddChunk or i == m + st.pending then
+        Call('ZADD', key, unpack(args, 1, n))
+        n = 0
+      end
+    end
+  end
+  -- Expiry: the newest entry plus the period (the longest of this script's admissions, when
+  -- check_all names the key with several limits).
+  SetExpiry(key, CeilDiv(newest + st.max_period, 1000), now)
 end

@@ -1,14 +1,27 @@
 -- sliding_window.lua: docs/algorithms.md, "sliding_window" (two-window weighted counter).
--- State: the string 'w:cur:prev' (window start in us, current and previous count); no key =
--- (0, 0, 0).
+-- State: '<I8I8I8I8' = window start (us), current and previous count, and the expiry (ms) the
+-- key was written with; no key = (0, 0, 0). An earlier version wrote 'w:cur:prev' in decimal,
+-- which is still read.
 
+local kSlidingWindowState = '<I8I8I8I8'
+local kSlidingWindowStateBytes = 32
+
+-- Returns window start, current count, previous count and the key's expiry in ms (-1 when
+-- unknown).
 local function LoadSlidingWindow(key, key_index)
-  local v = redis.call('GET', key)
+  local v = Call('GET', key)
   if not v then
-    return 0, 0, 0
+    return 0, 0, 0, -1
   end
-  local w, cur, prev = string.match(v, '^(%d+):(%d+):(%d+)$')
-  return StateInt(w, key_index), StateInt(cur, key_index), StateInt(prev, key_index)
+  if #v == kSlidingWindowStateBytes then
+    local w, cur, prev, e = Unpack(kSlidingWindowState, v)
+    if w > kMaxTimeUs or cur > kMaxTimeUs or prev > kMaxTimeUs then
+      FailState(key_index, 'stored state')
+    end
+    return w, cur, prev, e
+  end
+  local w, cur, prev = Match(v, '^(%d+):(%d+):(%d+)$')
+  return StateInt(w, key_index), StateInt(cur, key_index), StateInt(prev, key_index), -1
 end
 
 -- Decides `cost` at `now` against (window_start, current, previous). Returns allowed (1|0),
@@ -28,7 +41,15 @@ local function DecideSlidingWindow(limit, period, window_start, current, previou
   if window_start > m then
     m = window_start
   end
-  local window = IDiv(m, period) * period
+  -- m rounded down to a multiple of the period: m % period is m - floor(m / period) * period in
+  -- doubles, exact except that the floor of a rounded quotient may be one off, which the two tests
+  -- correct (IDiv's correction, without a call: a Lua call costs Redis as much as a command).
+  local window = m - m % period
+  if window > m then
+    window = window - period
+  elseif window + period <= m then
+    window = window + period
+  end
   -- Roll the state forward to that window (same window: keep both counts).
   if window_start < window then
     if window_start >= window - period then
@@ -92,8 +113,11 @@ local function DecideSlidingWindow(limit, period, window_start, current, previou
   return 0, remaining, reset_after, retry_after, window_start, current, previous
 end
 
--- now + reset_after: the end of the window after the recorded one, W + 2P.
-local function SaveSlidingWindow(key, window_start, current, previous, period, now)
-  SetState(key, string.format('%d:%d:%d', window_start, current, previous),
-    window_start + 2 * period, now)
+-- now + reset_after: the end of the window after the recorded one, W + 2P, a whole ms. Within
+-- one window under one period the expiry does not change, so the key keeps its TTL.
+local function SaveSlidingWindow(key, window_start, current, previous, period, now,
+    stored_expiry_ms)
+  local expiry_ms = (window_start + 2 * period) / 1000
+  SetState(key, Pack(kSlidingWindowState, window_start, current, previous, expiry_ms), expiry_ms,
+    now, expiry_ms == stored_expiry_ms)
 end

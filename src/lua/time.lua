@@ -6,21 +6,28 @@
 local kArgvBase = 0
 
 -- Returns the Redis server's time in integer microseconds since the Unix epoch (about 2^50.6 in
--- 2024, so exact as a double).
-local function NowMicros()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+-- 2024, so exact as a double). `args` is unused here (time_for_test.lua reads it).
+local function NowMicros(args)
+  local t = Call('TIME')
+  return ToNumber(t[1]) * 1000000 + ToNumber(t[2])
 end
 
 -- Writes a string state and its expiry in one command: `key` expires when its state becomes
--- equivalent to no state, at `expiry_us` rounded up to the millisecond, so a key never lives
--- shorter than its state matters. The absolute form cannot extend a window: the expiry is a
--- function of the state, not of when the last write happened. (SET ... PXAT needs Redis 6.2.)
-local function SetState(key, value, expiry_us, now_us)
-  redis.call('SET', key, value, 'PXAT', string.format('%d', CeilDiv(expiry_us, 1000)))
+-- equivalent to no state, at `expiry_ms` (the spec's expiry rounded up to the millisecond), so a
+-- key never lives shorter than its state matters. The absolute form cannot extend a window: the
+-- expiry is a function of the state, not of when the last write happened. `keep_ttl` says the key
+-- already expires at `expiry_ms` (its state records the expiry it was written with): SET ...
+-- KEEPTTL then costs Redis about half of SET ... PXAT, which rewrites the command for
+-- replication. (PXAT and KEEPTTL need Redis 6.2.)
+local function SetState(key, value, expiry_ms, now_us, keep_ttl)
+  if keep_ttl then
+    Call('SET', key, value, 'KEEPTTL')
+  else
+    Call('SET', key, value, 'PXAT', Format('%d', expiry_ms))
+  end
 end
 
 -- The same expiry for a key written by other commands (the sliding log's sorted set).
-local function SetExpiry(key, expiry_us, now_us)
-  redis.call('PEXPIREAT', key, string.format('%d', CeilDiv(expiry_us, 1000)))
+local function SetExpiry(key, expiry_ms, now_us)
+  Call('PEXPIREAT', key, Format('%d', expiry_ms))
 end

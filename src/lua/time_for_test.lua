@@ -1,12 +1,13 @@
--- time_for_test.lua: the test-only time source. It replaces time.lua in the ...ForTest scripts,
--- which production code never loads (they are not even linked into the library). The caller
--- passes `now` in microseconds as ARGV[1], and the script's own arguments follow, so one table of
--- test vectors drives the C++ and the Lua implementations with the same times.
+-- time_for_test.lua: the test-only time source. It replaces time.lua in the ...ForTest scripts
+-- and library, which production code never loads (they are not even linked into the library).
+-- The caller passes `now` in microseconds, in decimal, as ARGV[1], and the script's own
+-- arguments follow, so one table of test vectors drives the C++ and the Lua implementations with
+-- the same times.
 
 local kArgvBase = 1
 
-local function NowMicros()
-  local now = ParseInt(ARGV[1], 0, kMaxNowUs)
+local function NowMicros(args)
+  local now = ParseInt(args[1], 0, kMaxNowUs)
   if now == nil then
     Fail('now_us: must be an integer in [0, 2^52)')
   end
@@ -20,12 +21,16 @@ end
 -- state (docs/algorithms.md). The production TTLs are tested against the production scripts.
 local kExpirySlackMsForTest = 3600000
 
-local function SetState(key, value, expiry_us, now_us)
-  redis.call('SET', key, value, 'PX',
-    string.format('%d', CeilDiv(expiry_us - now_us, 1000) + kExpirySlackMsForTest))
+local function SetState(key, value, expiry_ms, now_us, keep_ttl)
+  if keep_ttl then
+    Call('SET', key, value, 'KEEPTTL')
+  else
+    Call('SET', key, value, 'PX',
+      Format('%d', CeilDiv(expiry_ms * 1000 - now_us, 1000) + kExpirySlackMsForTest))
+  end
 end
 
-local function SetExpiry(key, expiry_us, now_us)
-  redis.call('PEXPIRE', key,
-    string.format('%d', CeilDiv(expiry_us - now_us, 1000) + kExpirySlackMsForTest))
+local function SetExpiry(key, expiry_ms, now_us)
+  Call('PEXPIRE', key,
+    Format('%d', CeilDiv(expiry_ms * 1000 - now_us, 1000) + kExpirySlackMsForTest))
 end

@@ -1,13 +1,24 @@
 -- token_bucket.lua: docs/algorithms.md, "token_bucket".
--- State: the string 'd:u': the deficit (tokens missing from a full bucket, scaled by the period
--- in us) and when it was true (us); no key = (0, 0), a full bucket.
+-- State: '<I8I8' = the deficit (tokens missing from a full bucket, scaled by the period in us)
+-- and when it was true (us); no key = (0, 0), a full bucket. An earlier version wrote 'd:u' in
+-- decimal, which is still read.
+
+local kTokenBucketState = '<I8I8'
+local kTokenBucketStateBytes = 16
 
 local function LoadTokenBucket(key, key_index)
-  local v = redis.call('GET', key)
+  local v = Call('GET', key)
   if not v then
     return 0, 0
   end
-  local d, u = string.match(v, '^(%d+):(%d+)$')
+  if #v == kTokenBucketStateBytes then
+    local d, u = Unpack(kTokenBucketState, v)
+    if d > kMaxTimeUs or u > kMaxTimeUs then
+      FailState(key_index, 'stored state')
+    end
+    return d, u
+  end
+  local d, u = Match(v, '^(%d+):(%d+)$')
   return StateInt(d, key_index), StateInt(u, key_index)
 end
 
@@ -62,5 +73,6 @@ end
 
 -- The bucket is full again ceil(deficit / rate) after `updated`: now + reset_after.
 local function SaveTokenBucket(key, deficit, updated, rate, now)
-  SetState(key, string.format('%d:%d', deficit, updated), updated + CeilDiv(deficit, rate), now)
+  SetState(key, Pack(kTokenBucketState, deficit, updated),
+    CeilDiv(updated + CeilDiv(deficit, rate), 1000), now, false)
 end

@@ -8,7 +8,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include <openssl/evp.h>
+
+#include "src/util/strings.h"
 
 namespace sluice {
 namespace internal {
@@ -19,25 +22,46 @@ extern const std::string_view kCheckSlidingLogLua;
 extern const std::string_view kCheckTokenBucketLua;
 extern const std::string_view kCheckGcraLua;
 extern const std::string_view kCheckAllLua;
+extern const std::string_view kLibraryLua;
 }  // namespace internal
 
 namespace {
 
-// Decision from the five integers {allowed, limit, remaining, reset_after_us, retry_after_us},
-// checked against the invariants of docs/algorithms.md so a script bug surfaces as Internal
-// instead of a wrong answer.
-absl::StatusOr<Decision> ParseDecision(std::span<const RedisReply> v, const char* what) {
-  for (const RedisReply& element : v) {
-    if (!element.is_integer()) {
-      return absl::InternalError(
-          absl::StrCat("redis ", what, ": expected integers, got ", element.DebugString()));
-    }
+// Appends `value` as `bytes` little-endian bytes.
+void AppendLittleEndian(uint64_t value, int bytes, std::string& out) {
+  for (int i = 0; i < bytes; ++i) {
+    out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
   }
-  const int64_t allowed = v[0].integer();
-  const int64_t limit = v[1].integer();
-  const int64_t remaining = v[2].integer();
-  const int64_t reset_after = v[3].integer();
-  const int64_t retry_after = v[4].integer();
+}
+
+// The i-th little-endian 64-bit integer of `packed`. REQUIRES: packed.size() >= 8 * (i + 1).
+int64_t PackedInteger(std::string_view packed, size_t i) {
+  uint64_t value = 0;
+  for (int b = 7; b >= 0; --b) {
+    value = (value << 8) | static_cast<unsigned char>(packed[8 * i + static_cast<size_t>(b)]);
+  }
+  return static_cast<int64_t>(value);
+}
+
+// The packed integers of a script's reply: a string of exactly `count` of them, or Internal.
+absl::StatusOr<std::string_view> PackedReply(const RedisReply& reply, size_t count,
+                                             const char* what) {
+  if (!reply.is_string() || reply.str().size() != 8 * count) {
+    return absl::InternalError(absl::StrCat("redis ", what, ": expected ", count,
+                                            " packed integers, got ", reply.DebugString()));
+  }
+  return std::string_view(reply.str());
+}
+
+// Decision from the five integers {allowed, limit, remaining, reset_after_us, retry_after_us}
+// packed at decision `i` of `packed`, checked against the invariants of docs/algorithms.md so a
+// script bug surfaces as Internal instead of a wrong answer.
+absl::StatusOr<Decision> ParseDecision(std::string_view packed, size_t first, const char* what) {
+  const int64_t allowed = PackedInteger(packed, first);
+  const int64_t limit = PackedInteger(packed, first + 1);
+  const int64_t remaining = PackedInteger(packed, first + 2);
+  const int64_t reset_after = PackedInteger(packed, first + 3);
+  const int64_t retry_after = PackedInteger(packed, first + 4);
   const bool valid = (allowed == 0 || allowed == 1) && limit >= 1 && limit <= kMaxLimit &&
                      remaining >= 0 && remaining <= limit && reset_after >= 0 &&
                      (allowed == 1 ? retry_after == 0 : retry_after >= -1);
@@ -55,40 +79,45 @@ absl::StatusOr<Decision> ParseDecision(std::span<const RedisReply> v, const char
 
 }  // namespace
 
+std::string EncodeCheckArgument(uint8_t algorithm, uint64_t limit, uint64_t period_us,
+                                uint64_t capacity, uint64_t cost) {
+  // common.lua, kCheckFormat '<BI4I8I4I8'.
+  std::string check;
+  check.reserve(kCheckArgumentBytes);
+  AppendLittleEndian(algorithm, 1, check);
+  AppendLittleEndian(limit, 4, check);
+  AppendLittleEndian(period_us, 8, check);
+  AppendLittleEndian(capacity, 4, check);
+  AppendLittleEndian(cost, 8, check);
+  return check;
+}
+
 void AppendCheckArguments(const Limit& limit, int64_t cost, std::vector<std::string>& argv) {
-  argv.emplace_back(AlgorithmName(limit.algorithm));
-  argv.push_back(absl::StrCat(limit.limit));
-  argv.push_back(absl::StrCat(limit.period.count()));
-  argv.push_back(absl::StrCat(limit.Capacity()));
-  argv.push_back(absl::StrCat(cost));
+  argv.push_back(
+      EncodeCheckArgument(static_cast<uint8_t>(limit.algorithm), static_cast<uint64_t>(limit.limit),
+                          static_cast<uint64_t>(limit.period.count()),
+                          static_cast<uint64_t>(limit.Capacity()), static_cast<uint64_t>(cost)));
 }
 
 absl::StatusOr<Decision> ParseCheckReply(const RedisReply& reply) {
-  if (!reply.is_array() || reply.elements().size() != kIntegersPerDecision) {
-    return absl::InternalError(
-        absl::StrCat("redis check: expected an array of 5 integers, got ", reply.DebugString()));
-  }
-  return ParseDecision(reply.elements(), "check");
+  absl::StatusOr<std::string_view> packed = PackedReply(reply, kIntegersPerDecision, "check");
+  if (!packed.ok()) return packed.status();
+  return ParseDecision(*packed, 0, "check");
 }
 
 absl::StatusOr<MultiDecision> ParseCheckAllReply(const RedisReply& reply, size_t checks) {
-  if (!reply.is_array() || reply.elements().size() != 1 + kIntegersPerDecision * checks) {
-    return absl::InternalError(absl::StrCat("redis check_all: expected an array of ",
-                                            1 + kIntegersPerDecision * checks, " integers, got ",
-                                            reply.DebugString()));
+  absl::StatusOr<std::string_view> packed =
+      PackedReply(reply, 1 + kIntegersPerDecision * checks, "check_all");
+  if (!packed.ok()) return packed.status();
+  const int64_t all_allowed = PackedInteger(*packed, 0);
+  if (all_allowed != 0 && all_allowed != 1) {
+    return absl::InternalError(absl::StrCat("redis check_all: bad all_allowed flag ", all_allowed));
   }
-  const std::vector<RedisReply>& v = reply.elements();
-  if (!v[0].is_integer() || (v[0].integer() != 0 && v[0].integer() != 1)) {
-    return absl::InternalError(
-        absl::StrCat("redis check_all: bad all_allowed flag ", v[0].DebugString()));
-  }
-  MultiDecision multi{.allowed = v[0].integer() == 1, .decisions = {}};
+  MultiDecision multi{.allowed = all_allowed == 1, .decisions = {}};
   multi.decisions.reserve(checks);
   bool every_allowed = true;
   for (size_t i = 0; i < checks; ++i) {
-    absl::StatusOr<Decision> d = ParseDecision(
-        std::span<const RedisReply>(v).subspan(1 + kIntegersPerDecision * i, kIntegersPerDecision),
-        "check_all");
+    absl::StatusOr<Decision> d = ParseDecision(*packed, 1 + kIntegersPerDecision * i, "check_all");
     if (!d.ok()) return d.status();
     every_allowed = every_allowed && d->allowed;
     multi.decisions.push_back(*d);
@@ -122,16 +151,41 @@ LuaScript MakeLuaScript(std::string name, std::string_view text) {
   return LuaScript{.name = std::move(name), .text = text, .sha1 = Sha1Hex(text)};
 }
 
+LuaLibrary MakeLuaLibrary(std::string_view source) {
+  const std::string version = Sha1Hex(source).substr(0, 16);
+  return LuaLibrary{
+      .name = absl::StrCat("sluice_", version),
+      .text = absl::StrReplaceAll(internal::AbslView(source), {{"@VERSION@", version}})};
+}
+
+LuaScript MakeLibraryScript(std::string name, std::string_view text, const LuaLibrary& library) {
+  LuaScript script = MakeLuaScript(std::move(name), text);
+  script.function = absl::StrCat(library.name, "_", script.name);
+  script.library = &library;
+  return script;
+}
+
+const LuaLibrary& ProductionLibrary() {
+  static const LuaLibrary* const library = new LuaLibrary(MakeLuaLibrary(internal::kLibraryLua));
+  return *library;
+}
+
 const LuaScript& CheckScript(Algorithm algorithm) {
   // Indexed by the enum's value, in its order (lua_scripts.cmake composes them in the same order).
-  static const std::array<const LuaScript*, kAlgorithmCount>* const scripts =
-      new std::array<const LuaScript*, kAlgorithmCount>{
-          new LuaScript(MakeLuaScript("check_fixed_window", internal::kCheckFixedWindowLua)),
-          new LuaScript(MakeLuaScript("check_sliding_window", internal::kCheckSlidingWindowLua)),
-          new LuaScript(MakeLuaScript("check_sliding_log", internal::kCheckSlidingLogLua)),
-          new LuaScript(MakeLuaScript("check_token_bucket", internal::kCheckTokenBucketLua)),
-          new LuaScript(MakeLuaScript("check_gcra", internal::kCheckGcraLua)),
-      };
+  static const std::array<const LuaScript*, kAlgorithmCount>* const scripts = [] {
+    const LuaLibrary& library = ProductionLibrary();
+    return new std::array<const LuaScript*, kAlgorithmCount>{
+        new LuaScript(
+            MakeLibraryScript("check_fixed_window", internal::kCheckFixedWindowLua, library)),
+        new LuaScript(
+            MakeLibraryScript("check_sliding_window", internal::kCheckSlidingWindowLua, library)),
+        new LuaScript(
+            MakeLibraryScript("check_sliding_log", internal::kCheckSlidingLogLua, library)),
+        new LuaScript(
+            MakeLibraryScript("check_token_bucket", internal::kCheckTokenBucketLua, library)),
+        new LuaScript(MakeLibraryScript("check_gcra", internal::kCheckGcraLua, library)),
+    };
+  }();
   return *(*scripts)[static_cast<size_t>(algorithm)];
 }
 
@@ -139,7 +193,7 @@ const LuaScript& CheckScript() { return CheckScript(Algorithm::kFixedWindow); }
 
 const LuaScript& CheckAllScript() {
   static const LuaScript* const script =
-      new LuaScript(MakeLuaScript("check_all", internal::kCheckAllLua));
+      new LuaScript(MakeLibraryScript("check_all", internal::kCheckAllLua, ProductionLibrary()));
   return *script;
 }
 

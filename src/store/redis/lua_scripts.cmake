@@ -1,12 +1,17 @@
-# The Lua scripts of the Redis store, composed at build time from the pieces in src/lua/ and
+# The Lua code of the Redis store, composed at build time from the pieces in src/lua/ and
 # embedded as C++ strings (sluice_embed_text). Included by src/store/redis/CMakeLists.txt.
 #
-#   check_<algorithm>  = common + time + <algorithm> + parse_check + check_<algorithm>
-#                        (one per algorithm, so a call runs only its own algorithm's code)
-#   check_all          = common + time + all five algorithms + parse_check + check_all_entry
+#   library            = '#!lua name=...' + common + time + all five algorithms + parse_check +
+#                        every check_<algorithm> + check_all_entry + library_entry
+#                        (the function library, FUNCTION LOAD / FCALL, Redis >= 7)
+#   check_<algorithm>  = common + time + <algorithm> + parse_check + check_<algorithm> +
+#                        'return Check<Algorithm>(KEYS, ARGV)'
+#                        (EVALSHA scripts, one per algorithm, so a call runs only its own code)
+#   check_all          = common + time + all five algorithms + parse_check + check_all_entry +
+#                        'return CheckAll(KEYS, ARGV)'
 #   ..._for_test       likewise, with time_for_test instead of time
-# Production and test scripts share every piece except the time source; the ...ForTest scripts
-# are only in sluice_lua_for_test, which only tests link.
+# Production and test code share every piece except the time source; the ...ForTest scripts and
+# library are only in sluice_lua_for_test, which only tests link.
 set(SLUICE_LUA_DIR ${PROJECT_SOURCE_DIR}/src/lua)
 # algorithm:CamelName, in the order of enum class Algorithm (lua_scripts.cc indexes by it).
 set(SLUICE_LUA_ALGORITHMS
@@ -17,20 +22,21 @@ set(SLUICE_LUA_ALGORITHMS
   gcra:Gcra)
 set(SLUICE_LUA_GEN_DIR ${CMAKE_CURRENT_BINARY_DIR}/lua)
 
-# sluice_lua_script(NAME VAR OUT_CC_VAR PIECE...): composes ${NAME}.lua from the pieces (file
-# names in src/lua/) and embeds it as sluice::internal::VAR; sets OUT_CC_VAR to the generated C++
-# source.
+# sluice_lua_script(NAME VAR OUT_CC_VAR [HEAD line] [TAIL line] PIECES piece...): composes
+# ${NAME}.lua from the pieces (file names in src/lua/), with HEAD as its first line and TAIL as its
+# last, and embeds it as sluice::internal::VAR; sets OUT_CC_VAR to the generated C++ source.
 function(sluice_lua_script name var out_cc_var)
+  cmake_parse_arguments(ARG "" "HEAD;TAIL" "PIECES" ${ARGN})
   set(pieces "")
-  foreach(piece IN LISTS ARGN)
+  foreach(piece IN LISTS ARG_PIECES)
     list(APPEND pieces ${SLUICE_LUA_DIR}/${piece})
   endforeach()
   string(REPLACE ";" "|" pieces_arg "${pieces}")
   set(lua ${SLUICE_LUA_GEN_DIR}/${name}.lua)
   add_custom_command(
     OUTPUT ${lua}
-    COMMAND ${CMAKE_COMMAND} -DOUT=${lua} -DPIECES=${pieces_arg}
-            -P ${SLUICE_LUA_DIR}/ComposeLua.cmake
+    COMMAND ${CMAKE_COMMAND} -DOUT=${lua} -DPIECES=${pieces_arg} "-DHEAD=${ARG_HEAD}"
+            "-DTAIL=${ARG_TAIL}" -P ${SLUICE_LUA_DIR}/ComposeLua.cmake
     DEPENDS ${pieces} ${SLUICE_LUA_DIR}/ComposeLua.cmake
     COMMENT "Composing ${name}.lua"
     VERBATIM)
@@ -43,25 +49,54 @@ file(MAKE_DIRECTORY ${SLUICE_LUA_GEN_DIR})
 set(SLUICE_LUA_SOURCES "")
 set(SLUICE_LUA_FOR_TEST_SOURCES "")
 set(all_algorithm_pieces "")
+set(all_check_pieces "")
 foreach(entry IN LISTS SLUICE_LUA_ALGORITHMS)
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 algorithm)
   list(GET parts 1 camel)
   list(APPEND all_algorithm_pieces ${algorithm}.lua)
-  sluice_lua_script(check_${algorithm} kCheck${camel}Lua cc
-                    common.lua time.lua ${algorithm}.lua parse_check.lua check_${algorithm}.lua)
-  list(APPEND SLUICE_LUA_SOURCES ${cc})
-  sluice_lua_script(check_${algorithm}_for_test kCheck${camel}LuaForTest cc
-                    common.lua time_for_test.lua ${algorithm}.lua parse_check.lua
-                    check_${algorithm}.lua)
-  list(APPEND SLUICE_LUA_FOR_TEST_SOURCES ${cc})
+  list(APPEND all_check_pieces check_${algorithm}.lua)
+  foreach(variant IN ITEMS production for_test)
+    if(variant STREQUAL "production")
+      set(time time.lua)
+      set(name_suffix "")
+      set(var_suffix "")
+    else()
+      set(time time_for_test.lua)
+      set(name_suffix _for_test)
+      set(var_suffix ForTest)
+    endif()
+    sluice_lua_script(check_${algorithm}${name_suffix} kCheck${camel}Lua${var_suffix} cc
+                      TAIL "return Check${camel}(KEYS, ARGV)"
+                      PIECES common.lua ${time} ${algorithm}.lua parse_check.lua
+                             check_${algorithm}.lua)
+    if(variant STREQUAL "production")
+      list(APPEND SLUICE_LUA_SOURCES ${cc})
+    else()
+      list(APPEND SLUICE_LUA_FOR_TEST_SOURCES ${cc})
+    endif()
+  endforeach()
 endforeach()
 sluice_lua_script(check_all kCheckAllLua cc
-                  common.lua time.lua ${all_algorithm_pieces} parse_check.lua check_all_entry.lua)
+                  TAIL "return CheckAll(KEYS, ARGV)"
+                  PIECES common.lua time.lua ${all_algorithm_pieces} parse_check.lua
+                         check_all_entry.lua)
 list(APPEND SLUICE_LUA_SOURCES ${cc})
 sluice_lua_script(check_all_for_test kCheckAllLuaForTest cc
-                  common.lua time_for_test.lua ${all_algorithm_pieces} parse_check.lua
-                  check_all_entry.lua)
+                  TAIL "return CheckAll(KEYS, ARGV)"
+                  PIECES common.lua time_for_test.lua ${all_algorithm_pieces} parse_check.lua
+                         check_all_entry.lua)
+list(APPEND SLUICE_LUA_FOR_TEST_SOURCES ${cc})
+# The function libraries; lua_scripts.cc names them and their functions after a hash of the text.
+sluice_lua_script(library kLibraryLua cc
+                  HEAD "#!lua name=sluice_@VERSION@"
+                  PIECES common.lua time.lua ${all_algorithm_pieces} parse_check.lua
+                         ${all_check_pieces} check_all_entry.lua library_entry.lua)
+list(APPEND SLUICE_LUA_SOURCES ${cc})
+sluice_lua_script(library_for_test kLibraryLuaForTest cc
+                  HEAD "#!lua name=sluice_@VERSION@"
+                  PIECES common.lua time_for_test.lua ${all_algorithm_pieces} parse_check.lua
+                         ${all_check_pieces} check_all_entry.lua library_entry.lua)
 list(APPEND SLUICE_LUA_FOR_TEST_SOURCES ${cc})
 
 # Test-only: the scripts that take `now` from ARGV[1]. Production targets must not link this.

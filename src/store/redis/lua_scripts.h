@@ -1,16 +1,24 @@
-// The Lua scripts of the Redis store, composed at build time from src/lua/*.lua (see
-// lua_scripts.cmake) and named by the SHA1 that EVALSHA uses, computed here once.
+// The Lua code of the Redis store, composed at build time from src/lua/*.lua (see
+// lua_scripts.cmake), in two forms of the same pieces:
+//   - one function library (FUNCTION LOAD, then FCALL; Redis >= 7), named after a hash of its
+//     text, so that sluice versions sharing one Redis keep their own functions;
+//   - EVAL scripts, named by the SHA1 that EVALSHA uses (computed here once), for older servers.
 //
-//   check_<algorithm>  one script per algorithm, holding only that algorithm's code
-//               KEYS = {state key}; ARGV = {algorithm, limit, period_us, capacity, cost}
-//               -> {allowed (1|0), limit, remaining, reset_after_us, retry_after_us}
-//   check_all   every algorithm; KEYS = n state keys; ARGV = 5 arguments per key, in order
-//               -> {all_allowed (1|0), then the 5 decision integers per key}
+//   check_<algorithm>  one per algorithm, holding only that algorithm's code
+//               KEYS = {state key}; ARGV = {check}
+//               -> decision
+//   check_all   every algorithm; KEYS = n state keys; ARGV = one check per key, in order
+//               -> all_allowed, then each decision
+// A check is one binary argument (AppendCheckArguments()), a reply one binary string of
+// little-endian 64-bit integers (5 per decision: allowed, limit, remaining, reset_after_us,
+// retry_after_us): parsing and building decimal text was most of what a call cost Redis.
 // docs/redis.md describes the layout and the rules every script follows.
 //
 // Example:
 //   const LuaScript& script = CheckScript(Algorithm::kGcra);
-//   runner.Run(script, {key}, {"gcra", "100", "60000000", "20", "1"}, callback);
+//   std::vector<std::string> args;
+//   AppendCheckArguments(limit, 1, args);
+//   runner.Run(script, {key}, args, callback);
 //
 // Thread safety: the scripts are immutable and built on first use (thread-safe static init).
 #ifndef SLUICE_STORE_REDIS_LUA_SCRIPTS_H_
@@ -33,19 +41,34 @@
 
 namespace sluice {
 
-// A script as Redis knows it: the text SCRIPT LOAD sends and the SHA1 EVALSHA names it by.
+// A function library as FUNCTION LOAD takes it.
+struct LuaLibrary {
+  // "sluice_" and 16 hex digits of the SHA1 of the library's source.
+  std::string name;
+  // Starts with "#!lua name=<name>".
+  std::string text;
+};
+
+// A script as Redis knows it: the text SCRIPT LOAD sends and the SHA1 EVALSHA names it by, and,
+// for the store's scripts, the same code as a function of a library (FCALL `function`).
 struct LuaScript {
   // For error messages: "check_gcra", "check_all".
   std::string name;
   std::string_view text;
   // 40 lowercase hex digits, as SCRIPT LOAD returns it.
   std::string sha1;
+  // "<library name>_<name>"; empty when the script exists only as EVAL text.
+  std::string function{};
+  // The library holding `function`, or nullptr. Not owned (the libraries are static).
+  const LuaLibrary* library = nullptr;
 };
 
 // Checks per check_all call; common.lua's kMaxChecks must be the same.
 inline constexpr int kMaxChecksPerScript = 64;
 // Arguments per check in ARGV.
-inline constexpr int kArgsPerCheck = 5;
+inline constexpr int kArgsPerCheck = 1;
+// Bytes of one check's argument (common.lua, kCheckBytes).
+inline constexpr size_t kCheckArgumentBytes = 25;
 // Integers per decision in a reply.
 inline constexpr int kIntegersPerDecision = 5;
 // The error code a script answers invalid arguments with ("SLUICE_BADARG check 1: ...").
@@ -54,8 +77,8 @@ inline constexpr std::string_view kScriptBadArgumentCode = "SLUICE_BADARG";
 // CheckScript()
 //
 // Returns the single-check script of `algorithm`, which takes `now` from Redis TIME. Each
-// algorithm has its own script, so an EVALSHA runs only the code its check needs (docs/redis.md,
-// "Cost per call"); the script still receives the algorithm's name and refuses any other.
+// algorithm has its own script (and function), so a call runs only the code its check needs
+// (docs/redis.md, "Cost per call"); the script still receives the algorithm and refuses any other.
 const LuaScript& CheckScript(Algorithm algorithm);
 
 // CheckScript()
@@ -69,6 +92,11 @@ const LuaScript& CheckScript();
 // Returns every production script: the five single-check scripts, then CheckAllScript().
 std::span<const LuaScript* const> ProductionScripts();
 
+// ProductionLibrary()
+//
+// Returns the function library that holds every production script as a function.
+const LuaLibrary& ProductionLibrary();
+
 // CheckAllScript()
 //
 // Returns the all-or-nothing multi-check script, which takes `now` from Redis TIME.
@@ -76,15 +104,36 @@ const LuaScript& CheckAllScript();
 
 // MakeLuaScript()
 //
-// Returns a script named `name` with text `text` (which must outlive it) and its SHA1.
+// Returns a script named `name` with text `text` (which must outlive it) and its SHA1, with no
+// function.
 LuaScript MakeLuaScript(std::string name, std::string_view text);
+
+// MakeLuaLibrary()
+//
+// Returns the library whose source is `source`, a text that starts with
+// "#!lua name=sluice_@VERSION@" and names its functions 'sluice_@VERSION@_...': @VERSION@ becomes
+// the first 16 hex digits of the source's SHA1.
+LuaLibrary MakeLuaLibrary(std::string_view source);
+
+// MakeLibraryScript()
+//
+// Returns MakeLuaScript(name, text) that is also the function `<library.name>_<name>` of
+// `library`, which must outlive it.
+LuaScript MakeLibraryScript(std::string name, std::string_view text, const LuaLibrary& library);
 
 // AppendCheckArguments()
 //
-// Appends the five ARGV entries of one check to `argv`: AlgorithmName(), limit, period in
-// microseconds, Capacity() and cost, in decimal. REQUIRES: ValidateLimit(limit) and
-// ValidateCost(cost) are OK.
+// Appends the ARGV entry of one check to `argv`: kCheckArgumentBytes, little-endian: the
+// algorithm (u8, its enum value), limit (u32), period in microseconds (u64), Capacity() (u32) and
+// cost (u64). REQUIRES: ValidateLimit(limit) and ValidateCost(cost) are OK.
 void AppendCheckArguments(const Limit& limit, int64_t cost, std::vector<std::string>& argv);
+
+// EncodeCheckArgument()
+//
+// Returns AppendCheckArguments()'s argument for raw fields, unchecked: for tests of the scripts'
+// own validation, which must refuse what ValidateLimit() would.
+std::string EncodeCheckArgument(uint8_t algorithm, uint64_t limit, uint64_t period_us,
+                                uint64_t capacity, uint64_t cost);
 
 // ParseCheckReply()
 //

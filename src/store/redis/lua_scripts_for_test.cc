@@ -11,27 +11,36 @@ extern const std::string_view kCheckSlidingLogLuaForTest;
 extern const std::string_view kCheckTokenBucketLuaForTest;
 extern const std::string_view kCheckGcraLuaForTest;
 extern const std::string_view kCheckAllLuaForTest;
+extern const std::string_view kLibraryLuaForTest;
 }  // namespace internal
 
+const LuaLibrary& LibraryForTest() {
+  static const LuaLibrary* const library =
+      new LuaLibrary(MakeLuaLibrary(internal::kLibraryLuaForTest));
+  return *library;
+}
+
 const LuaScript& CheckScriptForTest(Algorithm algorithm) {
-  static const std::array<const LuaScript*, kAlgorithmCount>* const scripts =
-      new std::array<const LuaScript*, kAlgorithmCount>{
-          new LuaScript(
-              MakeLuaScript("check_fixed_window_for_test", internal::kCheckFixedWindowLuaForTest)),
-          new LuaScript(MakeLuaScript("check_sliding_window_for_test",
-                                      internal::kCheckSlidingWindowLuaForTest)),
-          new LuaScript(
-              MakeLuaScript("check_sliding_log_for_test", internal::kCheckSlidingLogLuaForTest)),
-          new LuaScript(
-              MakeLuaScript("check_token_bucket_for_test", internal::kCheckTokenBucketLuaForTest)),
-          new LuaScript(MakeLuaScript("check_gcra_for_test", internal::kCheckGcraLuaForTest)),
-      };
+  // The function names are the production ones under the test library's name.
+  static const std::array<const LuaScript*, kAlgorithmCount>* const scripts = [] {
+    const LuaLibrary& library = LibraryForTest();
+    auto make = [&library](const char* name, std::string_view text) {
+      return new LuaScript(MakeLibraryScript(name, text, library));
+    };
+    return new std::array<const LuaScript*, kAlgorithmCount>{
+        make("check_fixed_window", internal::kCheckFixedWindowLuaForTest),
+        make("check_sliding_window", internal::kCheckSlidingWindowLuaForTest),
+        make("check_sliding_log", internal::kCheckSlidingLogLuaForTest),
+        make("check_token_bucket", internal::kCheckTokenBucketLuaForTest),
+        make("check_gcra", internal::kCheckGcraLuaForTest),
+    };
+  }();
   return *(*scripts)[static_cast<size_t>(algorithm)];
 }
 
 const LuaScript& CheckAllScriptForTest() {
-  static const LuaScript* const script =
-      new LuaScript(MakeLuaScript("check_all_for_test", internal::kCheckAllLuaForTest));
+  static const LuaScript* const script = new LuaScript(
+      MakeLibraryScript("check_all", internal::kCheckAllLuaForTest, LibraryForTest()));
   return *script;
 }
 

@@ -1,4 +1,5 @@
-// Tests of the Lua scripts themselves, run against a real redis-server: argument validation,
+// Tests of the Lua scripts themselves, run against a real redis-server, as EVALSHA scripts and as
+// the library's functions (FCALL): argument validation, states written by an earlier version,
 // sliding-log member uniqueness, the TTL invariant and the all-or-nothing multi-check.
 #include "src/store/redis/lua_scripts.h"
 
@@ -25,6 +26,8 @@ namespace sluice {
 namespace {
 
 using ::sluice::testing::CheckForTest;
+using ::sluice::testing::LuaCall;
+using ::sluice::testing::LuaCallName;
 using ::sluice::testing::RedisServer;
 using ::sluice::testing::ScriptConnection;
 using ::testing::HasSubstr;
@@ -33,7 +36,7 @@ using ::testing::StartsWith;
 constexpr int64_t kSecond = 1'000'000;
 constexpr int64_t kT0 = 1'700'000'000 * kSecond;
 
-class LuaScriptsTest : public ::testing::Test {
+class LuaScriptsTest : public ::testing::TestWithParam<LuaCall> {
  protected:
   static void SetUpTestSuite() {
     absl::StatusOr<std::unique_ptr<RedisServer>> server = RedisServer::Start();
@@ -50,10 +53,24 @@ class LuaScriptsTest : public ::testing::Test {
         ScriptConnection::Connect(server_->port());
     ASSERT_TRUE(conn.ok()) << conn.status();
     conn_ = std::move(*conn);
+    conn_->set_call(GetParam());
     ASSERT_TRUE(conn_->Run({"FLUSHALL"}).ok());
   }
 
   int64_t DbSize() { return conn_->Integer({"DBSIZE"}); }
+
+  // Decodes the packed little-endian unsigned 64-bit fields of a binary state.
+  static std::vector<uint64_t> StateFields(const std::string& state) {
+    std::vector<uint64_t> fields;
+    for (size_t at = 0; at + 8 <= state.size(); at += 8) {
+      uint64_t v = 0;
+      for (int b = 7; b >= 0; --b) {
+        v = (v << 8) | static_cast<unsigned char>(state[at + static_cast<size_t>(b)]);
+      }
+      fields.push_back(v);
+    }
+    return fields;
+  }
 
   static RedisServer* server_;
   std::unique_ptr<ScriptConnection> conn_;
@@ -75,88 +92,69 @@ const std::vector<Algorithm> kAllAlgorithms = {Algorithm::kFixedWindow, Algorith
 
 // Verifies that every malformed argument is refused with SLUICE_BADARG and writes nothing, even
 // when an earlier check of the same call is valid (validation precedes the first write).
-TEST_F(LuaScriptsTest, RejectsInvalidArgumentsWithoutWriting) {
-  // {algorithm, limit, period_us, capacity, cost}; the valid base is replaced field by field.
-  const std::vector<std::string> base = {"fixed_window", "10", "1000000", "10", "1"};
-  const std::vector<std::string> bad_numbers = {"",
-                                                "abc",
-                                                "nan",
-                                                "NaN",
-                                                "inf",
-                                                "-inf",
-                                                "1e400",
-                                                "-1",
-                                                "1.5",
-                                                "0x10",
-                                                " 1",
-                                                "1 ",
-                                                "+1",
-                                                "1e3",
-                                                "9007199254740993",
-                                                "9223372036854775808",
-                                                "18446744073709551616",
-                                                "99999999999999999999999999999999999"};
-  std::vector<std::pair<int, std::string>> cases;  // (field index, value)
-  for (int field = 1; field <= 4; ++field) {
-    for (const std::string& bad : bad_numbers) cases.emplace_back(field, bad);
+TEST_P(LuaScriptsTest, RejectsInvalidArgumentsWithoutWriting) {
+  constexpr uint64_t kMax64 = ~uint64_t{0};
+  // A check is kCheckArgumentBytes: any other length is refused, whatever it holds.
+  const std::string valid = EncodeCheckArgument(0, 10, 1000000, 10, 1);
+  std::vector<std::string> bad = {"", "fixed_window", valid.substr(0, kCheckArgumentBytes - 1),
+                                  valid + "x", std::string(kCheckArgumentBytes + 24, '1')};
+  // {algorithm, limit, period_us, capacity, cost}, each field out of its bounds.
+  for (uint8_t algorithm : {uint8_t{5}, uint8_t{255}}) {
+    bad.push_back(EncodeCheckArgument(algorithm, 10, 1000000, 10, 1));
   }
-  cases.emplace_back(0, "FIXED_WINDOW");
-  cases.emplace_back(0, "");
-  cases.emplace_back(0, "__index");
-  cases.emplace_back(1, "0");               // limit below 1
-  cases.emplace_back(1, "4294967296");      // limit above 2^32 - 1
-  cases.emplace_back(2, "999");             // period below 1 ms
-  cases.emplace_back(2, "1500");            // period not a whole ms
-  cases.emplace_back(2, "31622400001000");  // period above 366 days
-  cases.emplace_back(3, "11");              // capacity != limit for a window algorithm
-  cases.emplace_back(4, "4294967297");      // cost above 2^32
+  bad.push_back(EncodeCheckArgument(0, 0, 1000000, 10, 1));                   // limit below 1
+  bad.push_back(EncodeCheckArgument(0, 10, 0, 10, 1));                        // period 0
+  bad.push_back(EncodeCheckArgument(0, 10, 999, 10, 1));                      // below 1 ms
+  bad.push_back(EncodeCheckArgument(0, 10, 1500, 10, 1));                     // not a whole ms
+  bad.push_back(EncodeCheckArgument(0, 10, 31622400001000, 10, 1));           // above 366 days
+  bad.push_back(EncodeCheckArgument(0, 10, kMax64, 10, 1));                   // 2^64 - 1
+  bad.push_back(EncodeCheckArgument(0, 10, 1000000, 11, 1));                  // capacity != limit
+  bad.push_back(EncodeCheckArgument(3, 10, 1000000, 0, 1));                   // burst 0
+  bad.push_back(EncodeCheckArgument(0, 10, 1000000, 10, 4294967297));         // cost above 2^32
+  bad.push_back(EncodeCheckArgument(0, 10, 1000000, 10, kMax64));             // 2^64 - 1
+  bad.push_back(EncodeCheckArgument(0, 10, 1000000, 10, uint64_t{1} << 53));  // exactly 2^53
 
-  for (const auto& [field, value] : cases) {
+  for (size_t i = 0; i < bad.size(); ++i) {
     for (int position = 0; position < 2; ++position) {
       // position 0: the bad check alone; 1: after a valid check in check_all.
-      std::vector<std::string> args = base;
-      args[field] = value;
       absl::StatusOr<RedisReply> reply;
       if (position == 0) {
-        args.insert(args.begin(), absl::StrCat(kT0));
-        reply = conn_->Eval(CheckScriptForTest(Algorithm::kFixedWindow), {"k"}, args);
+        reply = conn_->Eval(CheckScriptForTest(Algorithm::kFixedWindow), {"k"},
+                            {absl::StrCat(kT0), bad[i]});
       } else {
-        std::vector<std::string> multi = {absl::StrCat(kT0)};
-        multi.insert(multi.end(), base.begin(), base.end());
-        multi.insert(multi.end(), args.begin(), args.end());
-        reply = conn_->Eval(CheckAllScriptForTest(), {"k0", "k"}, multi);
+        reply =
+            conn_->Eval(CheckAllScriptForTest(), {"k0", "k"}, {absl::StrCat(kT0), valid, bad[i]});
       }
       ASSERT_TRUE(reply.ok()) << reply.status();
-      EXPECT_TRUE(reply->is_error()) << "field " << field << " = '" << value << "'";
-      EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG"));
-      EXPECT_EQ(DbSize(), 0) << "field " << field << " = '" << value << "'";
+      EXPECT_TRUE(reply->is_error()) << "case " << i;
+      EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG")) << "case " << i;
+      EXPECT_EQ(DbSize(), 0) << "case " << i;
     }
   }
 }
 
-TEST_F(LuaScriptsTest, RejectsOutOfBoundsProducts) {
-  const std::vector<std::vector<std::string>> cases = {
-      {"sliding_log", "100001", "1000000", "100001", "1"},
+TEST_P(LuaScriptsTest, RejectsOutOfBoundsProducts) {
+  const std::vector<std::pair<Algorithm, std::string>> cases = {
+      {Algorithm::kSlidingLog, EncodeCheckArgument(2, 100001, 1000000, 100001, 1)},
       // 2^32 - 1 per 366 days: limit x period_ms is far above 2^50.
-      {"sliding_window", "4294967295", "31622400000000", "4294967295", "1"},
-      {"token_bucket", "1", "1000000", "1125899907", "1"},  // burst x period > 2^50
-      {"gcra", "1125899907", "1000000", "1", "1"},          // limit x period > 2^50
+      {Algorithm::kSlidingWindow,
+       EncodeCheckArgument(1, 4294967295, 31622400000000, 4294967295, 1)},
+      {Algorithm::kTokenBucket, EncodeCheckArgument(3, 1, 1000000, 1125899907, 1)},  // burst x P
+      {Algorithm::kGcra, EncodeCheckArgument(4, 1125899907, 1000000, 1, 1)},         // limit x P
   };
-  for (const auto& check : cases) {
-    std::vector<std::string> args = {absl::StrCat(kT0)};
-    args.insert(args.end(), check.begin(), check.end());
+  for (const auto& [algorithm, check] : cases) {
     absl::StatusOr<RedisReply> reply =
-        conn_->Eval(CheckScriptForTest(Algorithm::kFixedWindow), {"k"}, args);
+        conn_->Eval(CheckScriptForTest(algorithm), {"k"}, {absl::StrCat(kT0), check});
     ASSERT_TRUE(reply.ok());
-    EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG")) << check[0];
+    EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG")) << AlgorithmName(algorithm);
   }
   EXPECT_EQ(DbSize(), 0);
 }
 
-TEST_F(LuaScriptsTest, RejectsBadShapeAndBadTestTime) {
-  const std::vector<std::string> check = {"gcra", "10", "1000000", "10", "1"};
-  std::vector<std::string> args = {absl::StrCat(kT0)};
-  args.insert(args.end(), check.begin(), check.end());
+TEST_P(LuaScriptsTest, RejectsBadShapeAndBadTestTime) {
+  std::vector<std::string> check;
+  AppendCheckArguments(MakeLimit(Algorithm::kGcra, 10, kSecond), 1, check);
+  const std::vector<std::string> args = {absl::StrCat(kT0), check[0]};
   // Two keys for the single check; no keys; a missing argument; a bad test time.
   EXPECT_THAT(conn_->Eval(CheckScriptForTest(Algorithm::kGcra), {"a", "b"}, args)->str(),
               StartsWith("SLUICE_BADARG"));
@@ -164,31 +162,27 @@ TEST_F(LuaScriptsTest, RejectsBadShapeAndBadTestTime) {
               StartsWith("SLUICE_BADARG"));
   EXPECT_THAT(conn_->Eval(CheckAllScriptForTest(), {}, {absl::StrCat(kT0)})->str(),
               StartsWith("SLUICE_BADARG"));
-  std::vector<std::string> short_args(args.begin(), args.end() - 1);
-  EXPECT_THAT(conn_->Eval(CheckScriptForTest(Algorithm::kGcra), {"a"}, short_args)->str(),
+  EXPECT_THAT(conn_->Eval(CheckScriptForTest(Algorithm::kGcra), {"a"}, {absl::StrCat(kT0)})->str(),
               StartsWith("SLUICE_BADARG"));
-  for (const char* now : {"-1", "nan", "1e15", "4503599627370496", "9007199254740992"}) {
-    args[0] = now;
-    EXPECT_THAT(conn_->Eval(CheckScriptForTest(Algorithm::kGcra), {"a"}, args)->str(),
+  for (const char* now : {"-1", "nan", "1e15", "4503599627370496", "9007199254740992", ""}) {
+    EXPECT_THAT(conn_->Eval(CheckScriptForTest(Algorithm::kGcra), {"a"}, {now, check[0]})->str(),
                 StartsWith("SLUICE_BADARG"))
         << now;
   }
   // The production script takes no time argument: passing one is refused, never used.
-  std::vector<std::string> with_time = {absl::StrCat(kT0)};
-  with_time.insert(with_time.end(), check.begin(), check.end());
-  EXPECT_THAT(conn_->Eval(CheckScript(Algorithm::kGcra), {"a"}, with_time)->str(),
+  EXPECT_THAT(conn_->Eval(CheckScript(Algorithm::kGcra), {"a"}, args)->str(),
               StartsWith("SLUICE_BADARG"));
   // Too many checks for one call.
   std::vector<std::string> keys;
   std::vector<std::string> multi;
   for (int i = 0; i <= kMaxChecksPerScript; ++i) {
     keys.push_back(absl::StrCat("k", i));
-    multi.insert(multi.end(), check.begin(), check.end());
+    multi.push_back(check[0]);
   }
   EXPECT_THAT(conn_->Eval(CheckAllScript(), keys, multi)->str(), StartsWith("SLUICE_BADARG"));
   // One key named twice with two algorithms.
   std::vector<std::string> twice = check;
-  twice.insert(twice.end(), {"token_bucket", "10", "1000000", "10", "1"});
+  AppendCheckArguments(MakeLimit(Algorithm::kTokenBucket, 10, kSecond), 1, twice);
   EXPECT_THAT(conn_->Eval(CheckAllScript(), {"k", "k"}, twice)->str(), HasSubstr("algorithm"));
   EXPECT_EQ(DbSize(), 0);
 }
@@ -196,7 +190,7 @@ TEST_F(LuaScriptsTest, RejectsBadShapeAndBadTestTime) {
 // Verifies that each algorithm's script refuses a check of another algorithm, writing nothing:
 // the store picks the script by the limit's algorithm, and a mismatch must never be decided
 // under the wrong algorithm.
-TEST_F(LuaScriptsTest, EachCheckScriptRefusesOtherAlgorithms) {
+TEST_P(LuaScriptsTest, EachCheckScriptRefusesOtherAlgorithms) {
   for (Algorithm script_algorithm : kAllAlgorithms) {
     for (Algorithm check_algorithm : kAllAlgorithms) {
       std::vector<std::string> args;
@@ -216,26 +210,31 @@ TEST_F(LuaScriptsTest, EachCheckScriptRefusesOtherAlgorithms) {
 }
 
 // Verifies that invalid arguments do not even trim an existing sliding log (trimming is a write).
-TEST_F(LuaScriptsTest, InvalidArgumentsDoNotTrimAnExistingLog) {
+TEST_P(LuaScriptsTest, InvalidArgumentsDoNotTrimAnExistingLog) {
   const Limit limit = MakeLimit(Algorithm::kSlidingLog, 5, kSecond);
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(
         CheckForTest(*conn_, CheckScriptForTest(Algorithm::kSlidingLog), "log", kT0 + i, limit, 1)
             .ok());
   }
-  std::vector<std::string> args = {
-      absl::StrCat(kT0 + 10 * kSecond), "sliding_log", "5", "1000000", "5", "-1"};
+  const std::vector<std::string> args = {absl::StrCat(kT0 + 10 * kSecond),
+                                         EncodeCheckArgument(2, 5, 1000000, 5, 4294967297)};
   EXPECT_THAT(conn_->Eval(CheckScriptForTest(Algorithm::kSlidingLog), {"log"}, args)->str(),
               StartsWith("SLUICE_BADARG"));
   EXPECT_EQ(conn_->Integer({"ZCOUNT", "log", "0", "+inf"}), 3);
 }
 
-TEST_F(LuaScriptsTest, CorruptStateIsAnErrorNotADecision) {
-  // The fixed window's state is the string 'window_start:count' (docs/redis.md).
+TEST_P(LuaScriptsTest, CorruptStateIsAnErrorNotADecision) {
+  // The fixed window's state is 24 bytes, '<I8I8I8' (docs/redis.md); an earlier version's
+  // 'window_start:count' is still read. Anything else is SLUICE_BADSTATE and stays as it was.
   const LuaScript& script = CheckScriptForTest(Algorithm::kFixedWindow);
-  std::vector<std::string> args = {absl::StrCat(kT0), "fixed_window", "10", "1000000", "10", "1"};
-  for (const char* corrupt : {"oops:1", "1", "1:2:3", "-1:1", "1.5:1", "1:", ":1", " 1:1",
-                              "1:99999999999999999999", "1:9007199254740993"}) {
+  const std::vector<std::string> args = {absl::StrCat(kT0),
+                                         EncodeCheckArgument(0, 10, 1000000, 10, 1)};
+  std::string huge_window(24, '\0');
+  huge_window[6] = '\x20';  // 2^53: beyond the exact integers
+  for (const std::string& corrupt : std::vector<std::string>{
+           "oops:1", "1", "1:2:3", "-1:1", "1.5:1", "1:", ":1", " 1:1", "1:99999999999999999999",
+           "1:9007199254740993", std::string(23, 'x'), std::string(25, 'x'), huge_window}) {
     ASSERT_TRUE(conn_->Run({"SET", "k", corrupt}).ok());
     EXPECT_THAT(conn_->Eval(script, {"k"}, args)->str(), StartsWith("SLUICE_BADSTATE")) << corrupt;
     EXPECT_EQ(conn_->Run({"GET", "k"})->str(), corrupt);
@@ -247,8 +246,55 @@ TEST_F(LuaScriptsTest, CorruptStateIsAnErrorNotADecision) {
   EXPECT_TRUE(conn_->Eval(script, {"h"}, args)->is_error());
 }
 
+// Verifies that the decimal states of an earlier version are read on with the same meaning (a
+// rolling upgrade keeps every count), and rewritten in the binary form by the next admission.
+TEST_P(LuaScriptsTest, ReadsTheDecimalStatesOfAnEarlierVersion) {
+  const int64_t window = kT0 - kT0 % (10 * kSecond);
+  struct Case {
+    Algorithm algorithm;
+    std::string state;  // as the earlier version wrote it
+    int64_t remaining;  // after one more unit at kT0
+  };
+  const std::vector<Case> cases = {
+      {Algorithm::kFixedWindow, absl::StrCat(window, ":3"), 6},
+      {Algorithm::kSlidingWindow, absl::StrCat(window, ":3:0"), 6},
+      // Token bucket and GCRA, burst 10 over 10 s: 3 units spent at kT0.
+      {Algorithm::kTokenBucket, absl::StrCat(3 * 10 * kSecond, ":", kT0), 6},
+      {Algorithm::kGcra, absl::StrCat(kT0 + 3 * kSecond, ":0"), 6},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(AlgorithmName(c.algorithm));
+    ASSERT_TRUE(conn_->Run({"SET", "k", c.state}).ok());
+    absl::StatusOr<Decision> d = CheckForTest(*conn_, CheckScriptForTest(c.algorithm), "k", kT0,
+                                              MakeLimit(c.algorithm, 10, 10 * kSecond), 1);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_TRUE(d->allowed);
+    EXPECT_EQ(d->remaining, c.remaining);
+    EXPECT_NE(conn_->Run({"GET", "k"})->str(), c.state);
+    EXPECT_EQ(conn_->Run({"GET", "k"})->str().size() % 8, 0u);
+  }
+  // A sliding log of the earlier version: members named by a sequence, and '#' = -sequence.
+  ASSERT_TRUE(conn_
+                  ->Run({"ZADD", "log", "-3", "#", absl::StrCat(kT0 - 3), "1",
+                         absl::StrCat(kT0 - 2), "2", absl::StrCat(kT0 - 1), "3"})
+                  .ok());
+  const Limit log_limit = MakeLimit(Algorithm::kSlidingLog, 3, 10 * kSecond);
+  absl::StatusOr<Decision> denied =
+      CheckForTest(*conn_, CheckScriptForTest(Algorithm::kSlidingLog), "log", kT0, log_limit, 1);
+  ASSERT_TRUE(denied.ok()) << denied.status();
+  // The oldest entry (kT0 - 3) must leave first: '#' is not counted, nor taken for an entry.
+  EXPECT_FALSE(denied->allowed);
+  EXPECT_EQ(denied->retry_after.count(), 10 * kSecond - 3);
+  EXPECT_EQ(denied->reset_after.count(), 10 * kSecond - 1);
+  absl::StatusOr<Decision> later = CheckForTest(*conn_, CheckScriptForTest(Algorithm::kSlidingLog),
+                                                "log", kT0 + 10 * kSecond - 2, log_limit, 1);
+  ASSERT_TRUE(later.ok()) << later.status();
+  EXPECT_TRUE(later->allowed);
+  EXPECT_EQ(later->remaining, 1);
+}
+
 // Reliability T3: many admits in one frozen microsecond are all counted.
-TEST_F(LuaScriptsTest, SlidingLogMembersAreUniqueWithinOneMicrosecond) {
+TEST_P(LuaScriptsTest, SlidingLogMembersAreUniqueWithinOneMicrosecond) {
   constexpr int kRequests = 10'000;
   const Limit limit = MakeLimit(Algorithm::kSlidingLog, 100'000, 60 * kSecond);
   int admitted = 0;
@@ -259,9 +305,9 @@ TEST_F(LuaScriptsTest, SlidingLogMembersAreUniqueWithinOneMicrosecond) {
     admitted += d->allowed ? 1 : 0;
   }
   EXPECT_EQ(admitted, kRequests);
-  // Every admitted unit is one entry; ZCARD also holds the '#' sequence member.
+  // Every admitted unit is one entry, and there is nothing else in the log.
   EXPECT_EQ(conn_->Integer({"ZCOUNT", "log", "0", "+inf"}), admitted);
-  EXPECT_EQ(conn_->Integer({"ZCARD", "log"}), admitted + 1);
+  EXPECT_EQ(conn_->Integer({"ZCARD", "log"}), admitted);
 
   // Multi-unit costs and time stepping back to the same microsecond stay unique too.
   ASSERT_TRUE(
@@ -277,7 +323,7 @@ TEST_F(LuaScriptsTest, SlidingLogMembersAreUniqueWithinOneMicrosecond) {
 
 // The same load through the old member scheme (millisecond .. math.random(1000, 9999)) loses
 // requests: 10,000 members drawn from 9,000 suffixes must collide, so this test would catch it.
-TEST_F(LuaScriptsTest, RandomSuffixMembersWouldCollide) {
+TEST_P(LuaScriptsTest, RandomSuffixMembersWouldCollide) {
   constexpr int kRequests = 10'000;
   const std::string old_scheme =
       "local member = ARGV[1] .. math.random(1000, 9999)\n"
@@ -295,7 +341,7 @@ TEST_F(LuaScriptsTest, RandomSuffixMembersWouldCollide) {
 
 // Reliability T6: after a random load on every algorithm, no key lacks a TTL and no TTL outlives
 // its state. Uses the production scripts (time from Redis TIME).
-TEST_F(LuaScriptsTest, EveryKeyHasATtlNoLongerThanItsState) {
+TEST_P(LuaScriptsTest, EveryKeyHasATtlNoLongerThanItsState) {
   std::mt19937_64 rng(20240601);
   std::map<std::string, int64_t> expiry_bound_ms;  // key -> max reset_after (ms) of its writes
   for (int i = 0; i < 3000; ++i) {
@@ -312,10 +358,10 @@ TEST_F(LuaScriptsTest, EveryKeyHasATtlNoLongerThanItsState) {
     const int64_t cost = static_cast<int64_t>(rng() % 4);
     std::vector<std::string> args;
     AppendCheckArguments(limit, cost, args);
-    if (rng() % 50 == 0) args[1] = "nan";  // Script errors mixed into the load write nothing.
+    if (rng() % 50 == 0) args[0] = "nan";  // Script errors mixed into the load write nothing.
     absl::StatusOr<RedisReply> reply = conn_->Eval(CheckScript(algorithm), {key}, args);
     ASSERT_TRUE(reply.ok()) << reply.status();
-    if (args[1] == "nan") {
+    if (args[0] == "nan") {
       ASSERT_TRUE(reply->is_error());
       continue;
     }
@@ -353,7 +399,7 @@ TEST_F(LuaScriptsTest, EveryKeyHasATtlNoLongerThanItsState) {
 }
 
 // Multi-limit checks are all-or-nothing: one check over its limit records nothing anywhere.
-TEST_F(LuaScriptsTest, CheckAllRecordsNothingWhenOneCheckIsDenied) {
+TEST_P(LuaScriptsTest, CheckAllRecordsNothingWhenOneCheckIsDenied) {
   const std::vector<Limit> limits = {
       MakeLimit(Algorithm::kFixedWindow, 3, 10 * kSecond),
       MakeLimit(Algorithm::kSlidingWindow, 3, 10 * kSecond),
@@ -394,7 +440,7 @@ TEST_F(LuaScriptsTest, CheckAllRecordsNothingWhenOneCheckIsDenied) {
 }
 
 // A key named twice in one check_all is applied twice, in order.
-TEST_F(LuaScriptsTest, CheckAllAppliesARepeatedKeySequentially) {
+TEST_P(LuaScriptsTest, CheckAllAppliesARepeatedKeySequentially) {
   for (Algorithm algorithm : kAllAlgorithms) {
     ASSERT_TRUE(conn_->Run({"FLUSHALL"}).ok());
     const Limit two = MakeLimit(algorithm, 2, 10 * kSecond);
@@ -424,7 +470,7 @@ TEST_F(LuaScriptsTest, CheckAllAppliesARepeatedKeySequentially) {
   }
 }
 
-TEST_F(LuaScriptsTest, CostAboveCapacityIsNeverAdmittedAndRecordsNothing) {
+TEST_P(LuaScriptsTest, CostAboveCapacityIsNeverAdmittedAndRecordsNothing) {
   for (Algorithm algorithm : kAllAlgorithms) {
     const Limit limit = MakeLimit(algorithm, 5, kSecond);
     absl::StatusOr<Decision> d =
@@ -437,7 +483,7 @@ TEST_F(LuaScriptsTest, CostAboveCapacityIsNeverAdmittedAndRecordsNothing) {
   }
 }
 
-TEST_F(LuaScriptsTest, ProductionScriptUsesServerTime) {
+TEST_P(LuaScriptsTest, ProductionScriptUsesServerTime) {
   // The production script takes no time argument; its windows follow the server clock.
   const Limit limit = MakeLimit(Algorithm::kFixedWindow, 5, 3600 * kSecond);
   std::vector<std::string> args;
@@ -451,23 +497,66 @@ TEST_F(LuaScriptsTest, ProductionScriptUsesServerTime) {
   const int64_t window_end = now - now % (3600 * kSecond) + 3600 * kSecond;
   EXPECT_NEAR(static_cast<double>(d->reset_after.count()), static_cast<double>(window_end - now),
               1e6);
-  // The stored state is 'window_start:count'.
-  EXPECT_EQ(conn_->Run({"GET", "k"})->str(), absl::StrCat(window_end - 3600 * kSecond, ":1"));
+  // The stored state is window start, count and the key's expiry in ms (its PXAT).
+  const std::vector<uint64_t> state = StateFields(conn_->Run({"GET", "k"})->str());
+  ASSERT_EQ(state.size(), 3u);
+  EXPECT_EQ(state[0], static_cast<uint64_t>(window_end - 3600 * kSecond));
+  EXPECT_EQ(state[1], 1u);
+  EXPECT_EQ(state[2], static_cast<uint64_t>(window_end / 1000));
+  // A second admission in the window keeps the key's TTL rather than setting it again.
+  ASSERT_TRUE(
+      ParseCheckReply(*conn_->Eval(CheckScript(Algorithm::kFixedWindow), {"k"}, args)).ok());
+  EXPECT_EQ(StateFields(conn_->Run({"GET", "k"})->str())[1], 2u);
+  const int64_t pttl = conn_->Integer({"PTTL", "k"});
+  EXPECT_LE(pttl, (window_end - now) / 1000 + 1);
+  EXPECT_GE(pttl, (window_end - now) / 1000 - 2000);
+}
+
+// Verifies that a fixed window's key follows a period change within one window: its state
+// records the expiry it was written with, and only an unchanged expiry keeps the TTL.
+TEST_P(LuaScriptsTest, FixedWindowTtlFollowsAPeriodChange) {
+  const int64_t t = kT0 - kT0 % (20 * kSecond);  // a window start under 10 s and 20 s periods
+  const LuaScript& script = CheckScriptForTest(Algorithm::kFixedWindow);
+  ASSERT_TRUE(
+      CheckForTest(*conn_, script, "k", t, MakeLimit(Algorithm::kFixedWindow, 5, 10 * kSecond), 1)
+          .ok());
+  const int64_t short_ttl = conn_->Integer({"PTTL", "k"});
+  ASSERT_TRUE(
+      CheckForTest(*conn_, script, "k", t, MakeLimit(Algorithm::kFixedWindow, 5, 20 * kSecond), 1)
+          .ok());
+  const int64_t long_ttl = conn_->Integer({"PTTL", "k"});
+  // The test scripts' TTL is the spec's lifetime plus a fixed slack (time_for_test.lua).
+  EXPECT_NEAR(static_cast<double>(long_ttl - short_ttl), 10'000.0, 1000.0);
+  EXPECT_EQ(StateFields(conn_->Run({"GET", "k"})->str())[2],
+            static_cast<uint64_t>((t + 20 * kSecond) / 1000));
 }
 
 // Reliability T4-style lint: the scripts use no randomness, no host time, and never compare a
 // value with a boolean literal (a boolean is never == 1 in Lua).
 TEST(LuaSources, AvoidKnownPitfalls) {
+  std::vector<std::pair<std::string, std::string>> texts;
   for (const LuaScript* script : ProductionScripts()) {
-    const std::string text(script->text);
-    EXPECT_EQ(text.find("math.random"), std::string::npos) << script->name;
-    EXPECT_EQ(text.find("os.time"), std::string::npos) << script->name;
-    EXPECT_EQ(text.find("os.clock"), std::string::npos) << script->name;
-    EXPECT_EQ(text.find("== true"), std::string::npos) << script->name;
-    EXPECT_EQ(text.find("== false"), std::string::npos) << script->name;
-    EXPECT_EQ(text.find("ARGV[1]"), std::string::npos)
-        << script->name << ": production scripts must not read a caller's time";
+    texts.emplace_back(script->name, std::string(script->text));
   }
+  texts.emplace_back(ProductionLibrary().name, ProductionLibrary().text);
+  for (const auto& [name, text] : texts) {
+    EXPECT_EQ(text.find("math.random"), std::string::npos) << name;
+    EXPECT_EQ(text.find("os.time"), std::string::npos) << name;
+    EXPECT_EQ(text.find("os.clock"), std::string::npos) << name;
+    EXPECT_EQ(text.find("== true"), std::string::npos) << name;
+    EXPECT_EQ(text.find("== false"), std::string::npos) << name;
+    EXPECT_EQ(text.find("ARGV[1]"), std::string::npos)
+        << name << ": production scripts must not read a caller's time";
+    EXPECT_EQ(text.find("args[1]"), std::string::npos)
+        << name << ": production scripts must not read a caller's time";
+  }
+  // The library and its functions are named after its text; the test library is another one.
+  EXPECT_TRUE(
+      ProductionLibrary().text.starts_with("#!lua name=" + ProductionLibrary().name + "\n"));
+  EXPECT_EQ(ProductionLibrary().name.size(), 7u + 16u);
+  EXPECT_NE(ProductionLibrary().name, LibraryForTest().name);
+  EXPECT_EQ(CheckScript(Algorithm::kGcra).function, ProductionLibrary().name + "_check_gcra");
+  EXPECT_EQ(CheckAllScript().library, &ProductionLibrary());
   std::set<std::string> shas;
   for (Algorithm algorithm : kAllAlgorithms) {
     EXPECT_NE(CheckScript(algorithm).sha1, CheckScriptForTest(algorithm).sha1);
@@ -477,6 +566,9 @@ TEST(LuaSources, AvoidKnownPitfalls) {
   shas.insert(CheckAllScript().sha1);
   EXPECT_EQ(shas.size(), ProductionScripts().size());
 }
+
+INSTANTIATE_TEST_SUITE_P(Calls, LuaScriptsTest,
+                         ::testing::Values(LuaCall::kEvalsha, LuaCall::kFcall), LuaCallName);
 
 }  // namespace
 }  // namespace sluice

@@ -1,30 +1,41 @@
 // Test support for the Lua script tests: a blocking hiredis connection that runs the scripts with
-// EVALSHA (loading them on NOSCRIPT), and helpers to build their arguments.
+// EVALSHA (loading them on NOSCRIPT) or as functions with FCALL (loading their library when
+// Redis does not have it), and helpers to build their arguments.
 //
 // These tests drive the scripts directly, below RedisStore, so that a failure points at Lua and
-// not at the transport.
+// not at the transport. Tests of the scripts run in both forms (LuaCall), which are composed from
+// the same pieces and must decide the same.
 //
 // Thread safety: one ScriptConnection per thread.
 #ifndef SLUICE_TESTS_STORE_REDIS_LUA_TEST_SUPPORT_H_
 #define SLUICE_TESTS_STORE_REDIS_LUA_TEST_SUPPORT_H_
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include <hiredis/hiredis.h>
 
 #include "sluice/decision.h"
 #include "sluice/limit.h"
 #include "sluice/store.h"
 
-#include "src/store/redis/lua_scripts.h"
 #include "src/store/redis/client/redis_reply.h"
+#include "src/store/redis/lua_scripts.h"
 
 namespace sluice::testing {
+
+// How a ScriptConnection runs a script.
+enum class LuaCall { kEvalsha, kFcall };
+
+inline std::string LuaCallName(const ::testing::TestParamInfo<LuaCall>& info) {
+  return info.param == LuaCall::kEvalsha ? "Evalsha" : "Fcall";
+}
 
 // Converts a hiredis reply tree to a RedisReply.
 inline RedisReply FromHiredis(const redisReply* r) {
@@ -81,9 +92,26 @@ class ScriptConnection {
     return out;
   }
 
-  // EVALSHA `script`, loading it first when Redis answers NOSCRIPT.
+  // Runs `script` as set_call() says: EVALSHA, loading the script when Redis answers NOSCRIPT;
+  // or, for a script that is also a function, FCALL, loading its library when Redis lacks it.
   absl::StatusOr<RedisReply> Eval(const LuaScript& script, const std::vector<std::string>& keys,
                                   const std::vector<std::string>& args) {
+    if (call_ == LuaCall::kFcall && script.library != nullptr) {
+      std::vector<std::string> argv = {"FCALL", script.function, absl::StrCat(keys.size())};
+      argv.insert(argv.end(), keys.begin(), keys.end());
+      argv.insert(argv.end(), args.begin(), args.end());
+      absl::StatusOr<RedisReply> reply = Run(argv);
+      if (reply.ok() && reply->is_error() &&
+          reply->str().find("Function not found") != std::string::npos) {
+        absl::StatusOr<RedisReply> loaded = Run({"FUNCTION", "LOAD", script.library->text});
+        if (!loaded.ok()) return loaded.status();
+        if (loaded->str() != script.library->name) {
+          return absl::InternalError(absl::StrCat("FUNCTION LOAD: ", loaded->DebugString()));
+        }
+        reply = Run(argv);
+      }
+      return reply;
+    }
     std::vector<std::string> argv = {"EVALSHA", script.sha1, absl::StrCat(keys.size())};
     argv.insert(argv.end(), keys.begin(), keys.end());
     argv.insert(argv.end(), args.begin(), args.end());
@@ -99,6 +127,20 @@ class ScriptConnection {
     return reply;
   }
 
+  // How many times the server ran `command` (lowercase, "fcall") since its start or the last
+  // CONFIG RESETSTAT, from INFO commandstats; -1 when the reply cannot be read.
+  int64_t CommandCalls(const std::string& command) {
+    absl::StatusOr<RedisReply> info = Run({"INFO", "commandstats"});
+    if (!info.ok() || !info->is_string()) return -1;
+    const std::string needle = absl::StrCat("cmdstat_", command, ":calls=");
+    const size_t at = info->str().find(needle);
+    if (at == std::string::npos) return 0;
+    return std::strtoll(info->str().c_str() + at + needle.size(), nullptr, 10);
+  }
+
+  void set_call(LuaCall call) { call_ = call; }
+  LuaCall call() const { return call_; }
+
   // The integer reply of a command, or -2 on any other reply (for terse assertions).
   int64_t Integer(const std::vector<std::string>& argv) {
     absl::StatusOr<RedisReply> r = Run(argv);
@@ -108,6 +150,7 @@ class ScriptConnection {
  private:
   explicit ScriptConnection(redisContext* c) : c_(c) {}
   redisContext* c_;
+  LuaCall call_ = LuaCall::kEvalsha;
 };
 
 // The ARGV of one check for the ...ForTest single-check script: now first.

@@ -34,6 +34,8 @@ namespace {
 
 using ::sluice::testing::CheckForTest;
 using ::sluice::testing::LoadAllVectors;
+using ::sluice::testing::LuaCall;
+using ::sluice::testing::LuaCallName;
 using ::sluice::testing::RedisServer;
 using ::sluice::testing::ScriptConnection;
 using ::sluice::testing::VectorCase;
@@ -65,7 +67,8 @@ Decision DecideModel(const Limit& limit, ModelState& s, int64_t now_us, int64_t 
   return Decision{};
 }
 
-class LuaVectorsTest : public ::testing::Test {
+// Every test runs the EVALSHA scripts and the library's functions (FCALL).
+class LuaVectorsTest : public ::testing::TestWithParam<LuaCall> {
  protected:
   static void SetUpTestSuite() {
     absl::StatusOr<std::unique_ptr<RedisServer>> server = RedisServer::Start();
@@ -82,6 +85,7 @@ class LuaVectorsTest : public ::testing::Test {
         ScriptConnection::Connect(server_->port());
     ASSERT_TRUE(conn.ok()) << conn.status();
     conn_ = std::move(*conn);
+    conn_->set_call(GetParam());
     ASSERT_TRUE(conn_->Run({"FLUSHALL"}).ok());
   }
 
@@ -91,7 +95,7 @@ class LuaVectorsTest : public ::testing::Test {
 
 RedisServer* LuaVectorsTest::server_ = nullptr;
 
-TEST_F(LuaVectorsTest, EveryVectorGivesTheSpecifiedDecisions) {
+TEST_P(LuaVectorsTest, EveryVectorGivesTheSpecifiedDecisions) {
   const std::vector<VectorCase> cases = LoadAllVectors();
   ASSERT_FALSE(cases.empty());
   std::map<Algorithm, int> per_algorithm;
@@ -109,10 +113,12 @@ TEST_F(LuaVectorsTest, EveryVectorGivesTheSpecifiedDecisions) {
   }
   // Every algorithm has vectors, so no script branch escapes them.
   EXPECT_EQ(per_algorithm.size(), static_cast<size_t>(kAlgorithmCount));
+  // The functions really ran as functions (and the scripts as scripts).
+  EXPECT_GT(conn_->CommandCalls(GetParam() == LuaCall::kFcall ? "fcall" : "evalsha"), 0);
 }
 
 // The same vectors through check_all with one check each, which must decide exactly as check.
-TEST_F(LuaVectorsTest, EveryVectorThroughCheckAll) {
+TEST_P(LuaVectorsTest, EveryVectorThroughCheckAll) {
   for (const VectorCase& c : LoadAllVectors()) {
     SCOPED_TRACE(c.name);
     const std::string key = absl::StrCat("vector-all:", c.name);
@@ -198,7 +204,7 @@ int64_t RandomCost(const Limit& limit, std::mt19937_64& rng) {
 }
 
 // Verifies that the Lua scripts and the C++ algorithms decide identically on random sequences.
-TEST_F(LuaVectorsTest, RandomSequencesMatchTheCppAlgorithms) {
+TEST_P(LuaVectorsTest, RandomSequencesMatchTheCppAlgorithms) {
   std::mt19937_64 rng(0x5111ce);
   for (int algorithm_index = 0; algorithm_index < kAlgorithmCount; ++algorithm_index) {
     const auto algorithm = static_cast<Algorithm>(algorithm_index);
@@ -228,7 +234,7 @@ TEST_F(LuaVectorsTest, RandomSequencesMatchTheCppAlgorithms) {
 // Verifies check_all against a model built from the C++ algorithms: checks applied in order to
 // tentative states (a repeated key sees the earlier checks), committed only when all pass; when
 // one fails, denied checks keep their decision and the others report a peek of the stored state.
-TEST_F(LuaVectorsTest, RandomMultiChecksMatchTheAllOrNothingModel) {
+TEST_P(LuaVectorsTest, RandomMultiChecksMatchTheAllOrNothingModel) {
   std::mt19937_64 rng(20240602);
   for (int round = 0; round < 150; ++round) {
     // A few keys, each with one algorithm and two limits used on it (mostly the first).
@@ -292,6 +298,9 @@ TEST_F(LuaVectorsTest, RandomMultiChecksMatchTheAllOrNothingModel) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Calls, LuaVectorsTest,
+                         ::testing::Values(LuaCall::kEvalsha, LuaCall::kFcall), LuaCallName);
 
 }  // namespace
 }  // namespace sluice

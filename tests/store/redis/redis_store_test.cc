@@ -36,11 +36,15 @@ using ::testing::SizeIs;
 // Long enough that a window boundary during a test is practically impossible, and checked anyway.
 constexpr auto kLongPeriod = std::chrono::hours(24 * 366);
 
-// The count of a stored fixed window, whose state is the string 'window_start:count'
-// (docs/redis.md), or "" when there is none.
+// The count of a stored fixed window, whose state is three little-endian 64-bit integers:
+// window start, count, expiry (docs/redis.md, "State encoding"), or "" when there is none.
 std::string FixedWindowCount(const std::string& state) {
-  const size_t colon = state.find(':');
-  return colon == std::string::npos ? "" : state.substr(colon + 1);
+  if (state.size() != 24) return "";
+  uint64_t count = 0;
+  for (int b = 7; b >= 0; --b) {
+    count = (count << 8) | static_cast<unsigned char>(state[8 + static_cast<size_t>(b)]);
+  }
+  return std::to_string(count);
 }
 
 const std::vector<Algorithm> kAllAlgorithms = {Algorithm::kFixedWindow, Algorithm::kSlidingWindow,
