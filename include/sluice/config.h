@@ -65,6 +65,9 @@ struct RuleLimit {
   // The `name` of this limit (used by `replaces` and as a policy name), or "" when unnamed.
   std::string name;
   RateLimitUnit unit = RateLimitUnit::kSecond;
+  // `unit_multiplier`: the window is this many units long (5 with `unit: minute` is 5 minutes).
+  // Default: 1.
+  uint32_t unit_multiplier = 1;
   // As configured. 0 is legal and means "deny every request" (then `limit` is empty).
   uint32_t requests_per_unit = 0;
   // What the store enforces: algorithm, requests_per_unit per unit, burst. Validated by

@@ -24,7 +24,11 @@ std::string DescribeRule(const Rule& rule) {
     parts.emplace_back("unlimited");
   }
   for (const RuleLimit& l : rule.limits) {
-    std::string part = absl::StrCat(l.requests_per_unit, "/", AbslView(RateLimitUnitName(l.unit)));
+    std::string part =
+        l.unit_multiplier == 1
+            ? absl::StrCat(l.requests_per_unit, "/", AbslView(RateLimitUnitName(l.unit)))
+            : absl::StrCat(l.requests_per_unit, "/", l.unit_multiplier, "x",
+                           AbslView(RateLimitUnitName(l.unit)));
     if (l.DenyAll()) {
       absl::StrAppend(&part, " deny_all");
     } else {

@@ -77,9 +77,24 @@ absl::StatusOr<RuleLimit> ParseLimit(const MapReader& block) {
   }
   out.requests_per_unit = static_cast<uint32_t>(*requests);
 
+  // A window of several units ("5 minutes"): Envoy's unit_multiplier.
+  SLUICE_ASSIGN_OR_RETURN(const std::optional<uint64_t> multiplier,
+                          block.UnsignedInt("unit_multiplier", kMaxLimit));
+  if (multiplier.has_value()) {
+    if (*multiplier == 0) {
+      return block.Error("unit_multiplier", "must be at least 1");
+    }
+    if (RateLimitUnitDuration(out.unit) * *multiplier > kMaxPeriod) {
+      return block.Error("unit_multiplier",
+                         absl::StrCat(*multiplier, " ", AbslView(RateLimitUnitName(out.unit)),
+                                      "s is longer than the longest period, 366 days"));
+    }
+    out.unit_multiplier = static_cast<uint32_t>(*multiplier);
+  }
+
   Limit limit;
   limit.limit = static_cast<int64_t>(*requests);
-  limit.period = RateLimitUnitDuration(out.unit);
+  limit.period = RateLimitUnitDuration(out.unit) * out.unit_multiplier;
   if (block.Has("algorithm")) {
     SLUICE_ASSIGN_OR_RETURN(const std::string name, block.String("algorithm"));
     const absl::StatusOr<Algorithm> algorithm = ParseAlgorithm(name);
@@ -163,7 +178,7 @@ absl::Status ParseList(const FileContext& file, const MapReader& descriptor, Rul
       const Algorithm b = other.limit ? other.limit->algorithm : Algorithm::kFixedWindow;
       // Two limits with one unit and algorithm are redundant (the lower wins), and a store keyed
       // by unit and algorithm could not tell their counters apart.
-      if (limit.unit == other.unit && a == b) {
+      if (limit.unit == other.unit && limit.unit_multiplier == other.unit_multiplier && a == b) {
         return file.Error(item.Mark(), item.Path(),
                           absl::StrCat("same unit and algorithm as rate_limits[", j, "]"));
       }

@@ -420,4 +420,38 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
+// Verifies unit_multiplier: a window of several units, its own counter beside the single unit.
+TEST(ParseUnitMultiplier, MakesAWindowOfSeveralUnits) {
+  const auto config = ParseOne(R"yaml(
+domain: d
+descriptors:
+  - key: k
+    rate_limits:
+      - {unit: minute, unit_multiplier: 5, requests_per_unit: 100}
+      - {unit: minute, requests_per_unit: 30}
+)yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const Rule* rule = RuleFor(**config, "d", "k", "v");
+  ASSERT_NE(rule, nullptr);
+  ASSERT_EQ(rule->limits.size(), 2u);
+  EXPECT_EQ(rule->limits[0].unit_multiplier, 5u);
+  EXPECT_EQ(rule->limits[0].limit->period, std::chrono::minutes(5));
+  EXPECT_EQ(rule->limits[1].unit_multiplier, 1u);
+  EXPECT_EQ(rule->limits[1].limit->period, std::chrono::minutes(1));
+}
+
+TEST(ParseUnitMultiplier, RefusesZeroAndPeriodsBeyondTheLongest) {
+  const auto zero = ParseOne(
+      "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, unit_multiplier: 0, "
+      "requests_per_unit: 1}\n");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_THAT(std::string(zero.status().message()),
+              HasSubstr("rate_limit.unit_multiplier: must be at least 1"));
+  const auto long_period = ParseOne(
+      "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, unit_multiplier: 367, "
+      "requests_per_unit: 1}\n");
+  ASSERT_FALSE(long_period.ok());
+  EXPECT_THAT(std::string(long_period.status().message()), HasSubstr("366 days"));
+}
+
 }  // namespace sluice

@@ -63,6 +63,8 @@ descriptors:
   - key: quota_zero
     quota_mode: true
     rate_limit: {unit: minute, requests_per_unit: 0}
+  - key: five_minutes
+    rate_limit: {unit: minute, unit_multiplier: 5, requests_per_unit: 2}
 )yaml";
 
 class RateLimitServiceTest : public ::testing::Test {
@@ -597,4 +599,19 @@ TEST_F(RateLimitServiceTest, DescriptorWithoutEntriesIsOk) {
 }
 
 }  // namespace
+// Verifies unit_multiplier: 2 per 5 minutes holds across minutes, resets at the 5-minute boundary
+// (aligned to the epoch: 1'700'000'000 s is 200 s into a 300 s window).
+TEST_F(RateLimitServiceTest, UnitMultiplierMakesAWindowOfSeveralUnits) {
+  constexpr const char* kFive = R"pb(domain: "edge"
+                                     descriptors { entries { key: "five_minutes" value: "a" } })pb";
+  absl::StatusOr<RateLimitResponse> r = Call(kFive);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->statuses(0).duration_until_reset().seconds(), 100);
+  clock_.Advance(std::chrono::seconds(61));
+  ASSERT_EQ(Call(kFive)->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(Call(kFive)->overall_code(), RateLimitResponse::OVER_LIMIT);
+  clock_.Advance(std::chrono::seconds(39));  // The next 5-minute window.
+  EXPECT_EQ(Call(kFive)->overall_code(), RateLimitResponse::OK);
+}
+
 }  // namespace sluice::server
