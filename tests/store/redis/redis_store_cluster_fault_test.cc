@@ -21,7 +21,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
 #include "sluice/limit.h"
@@ -30,6 +29,7 @@
 #include "src/store/redis/client/cluster_client.h"
 #include "src/store/redis/client/cluster_slot.h"
 #include "src/store/redis/client/redis_router_factory.h"
+#include "tests/testing/call_batch.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/redis_cluster.h"
 
@@ -138,37 +138,37 @@ class RedisStoreClusterFaultTest : public ::testing::Test {
         std::vector<Call>& log = logs[static_cast<size_t>(t)];
         std::mutex mu;
         for (int round = 0; !stop.load(); ++round) {
-          std::atomic<int> pending{kWindow};
-          absl::Notification done;
+          auto batch = std::make_shared<testing::CallBatch>(kWindow);
           for (int i = 0; i < kWindow; ++i) {
             const int k = (round * kWindow + i + t * 5) % kKeys;
             const int64_t start = MicrosSince(origin);
-            store.CheckAsync(key_of(k), LimitOf(k), 1, [&, k, start](absl::StatusOr<Decision> d) {
-              Call call{.start_us = start, .end_us = MicrosSince(origin), .key = k};
-              if (!d.ok()) {
-                // A missed deadline, a dropped connection, or (durability) a decision WAIT could
-                // not confirm: each may have been recorded.
-                const bool unknown =
-                    absl::IsDeadlineExceeded(d.status()) ||
-                    absl::StrContains(d.status().message(), "outcome unknown") ||
-                    absl::StrContains(d.status().message(), "recorded on the primary only");
-                call.outcome = unknown ? Call::kUnknown : Call::kError;
-              } else if (d->allowed) {
-                call.outcome = Call::kAllowed;
-                allowed_total.fetch_add(1);
-              } else {
-                call.outcome = Call::kDenied;
-                const int64_t promoted = promoted_at_us.load();
-                if (promoted >= 0 && start > promoted) denied_after[k].fetch_add(1);
-              }
-              {
-                std::lock_guard<std::mutex> lock(mu);
-                log.push_back(call);
-              }
-              if (pending.fetch_sub(1) == 1) done.Notify();
-            });
+            store.CheckAsync(
+                key_of(k), LimitOf(k), 1, [&, batch, k, start](absl::StatusOr<Decision> d) {
+                  Call call{.start_us = start, .end_us = MicrosSince(origin), .key = k};
+                  if (!d.ok()) {
+                    // A missed deadline, a dropped connection, or (durability) a decision WAIT
+                    // could not confirm: each may have been recorded.
+                    const bool unknown =
+                        absl::IsDeadlineExceeded(d.status()) ||
+                        absl::StrContains(d.status().message(), "outcome unknown") ||
+                        absl::StrContains(d.status().message(), "recorded on the primary only");
+                    call.outcome = unknown ? Call::kUnknown : Call::kError;
+                  } else if (d->allowed) {
+                    call.outcome = Call::kAllowed;
+                    allowed_total.fetch_add(1);
+                  } else {
+                    call.outcome = Call::kDenied;
+                    const int64_t promoted = promoted_at_us.load();
+                    if (promoted >= 0 && start > promoted) denied_after[k].fetch_add(1);
+                  }
+                  {
+                    std::lock_guard<std::mutex> lock(mu);
+                    log.push_back(call);
+                  }
+                  batch->Done();
+                });
           }
-          done.WaitForNotification();
+          batch->Wait();
         }
       });
     }

@@ -19,7 +19,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include <sys/wait.h>
@@ -34,6 +33,7 @@
 #include "src/store/redis/lua_scripts.h"
 #include "src/store/redis/lua_scripts_for_test.h"
 #include "src/store/redis/script_runner.h"
+#include "tests/testing/call_batch.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/redis_cluster.h"
 #include "tests/testing/test_vectors.h"
@@ -267,21 +267,20 @@ TEST_F(RedisStoreClusterTest, ExactAcrossProcesses) {
         errors = -1000;
       } else {
         for (int round = 0; round < kRounds; ++round) {
-          std::atomic<int> pending{kInFlight};
-          absl::Notification done;
+          auto batch = std::make_shared<testing::CallBatch>(kInFlight);
           for (int i = 0; i < kInFlight; ++i) {
             const int k = (round * kInFlight + i + p * 7) % kKeys;
             (*store)->CheckAsync(absl::StrCat("{exact:", k, "}"), limit_of(k), 1,
-                                 [&, k](absl::StatusOr<Decision> d) {
+                                 [&, batch, k](absl::StatusOr<Decision> d) {
                                    if (!d.ok()) {
                                      errors.fetch_add(1);
                                    } else if (d->allowed) {
                                      allowed[static_cast<size_t>(k)].fetch_add(1);
                                    }
-                                   if (pending.fetch_sub(1) == 1) done.Notify();
+                                   batch->Done();
                                  });
           }
-          done.WaitForNotification();
+          batch->Wait();
         }
       }
       std::string report;
