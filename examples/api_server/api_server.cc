@@ -35,7 +35,7 @@ using Response = bhttp::response<bhttp::string_body>;
 
 // Request header bytes (request line and fields) and body bytes a request may have.
 constexpr uint32_t kMaxHeaderBytes = 8 * 1024;
-constexpr uint64_t kMaxBodyBytes = 1024 * 1024;
+constexpr uint64_t kMaxBodyBytes = uint64_t{1024} * 1024;
 
 std::atomic<uint64_t> next_order_id{1000};
 
