@@ -163,6 +163,17 @@ class RateLimitConfig {
   std::unique_ptr<const internal::ConfigTree> tree_;
 };
 
+// How LoadRateLimitConfig() and ParseRateLimitConfig() read their files.
+struct ConfigLoadOptions {
+  // Several files may define one domain; their descriptors are joined, and a descriptor key defined
+  // at one level by two files is an error (the reference's MERGE_DOMAIN_CONFIG). Default: off (a
+  // domain defined twice is an error).
+  bool merge_domains = false;
+  // Skip files whose names start with '.' in a directory (the reference's RUNTIME_IGNOREDOTFILES).
+  // Default: on, so a Kubernetes ConfigMap's `..data` layout loads each file once.
+  bool ignore_dotfiles = true;
+};
+
 // LoadRateLimitConfig()
 //
 // Loads `path`: one YAML file, or every `*.yaml` and `*.yml` directly inside a directory (not
@@ -173,6 +184,8 @@ class RateLimitConfig {
 // error nothing is returned, never a partial config.
 absl::StatusOr<std::shared_ptr<const RateLimitConfig>> LoadRateLimitConfig(
     const std::filesystem::path& path);
+absl::StatusOr<std::shared_ptr<const RateLimitConfig>> LoadRateLimitConfig(
+    const std::filesystem::path& path, const ConfigLoadOptions& options);
 
 // ParseRateLimitConfig()
 //
@@ -180,6 +193,8 @@ absl::StatusOr<std::shared_ptr<const RateLimitConfig>> LoadRateLimitConfig(
 // InvalidArgument naming the first error.
 absl::StatusOr<std::shared_ptr<const RateLimitConfig>> ParseRateLimitConfig(
     absl::Span<const ConfigSource> sources);
+absl::StatusOr<std::shared_ptr<const RateLimitConfig>> ParseRateLimitConfig(
+    absl::Span<const ConfigSource> sources, const ConfigLoadOptions& options);
 
 }  // namespace sluice
 

@@ -51,18 +51,18 @@ absl::StatusOr<ConfigSource> ReadSource(const fs::path& path) {
   return source;
 }
 
-bool IsConfigName(const std::string& name) {
-  return !absl::StartsWith(name, ".") &&
+bool IsConfigName(const std::string& name, bool ignore_dotfiles) {
+  return !(ignore_dotfiles && absl::StartsWith(name, ".")) &&
          (absl::EndsWith(name, ".yaml") || absl::EndsWith(name, ".yml"));
 }
 
 // The config files directly inside `dir`, sorted by name so that errors are deterministic.
-absl::StatusOr<std::vector<fs::path>> ListConfigFiles(const fs::path& dir) {
+absl::StatusOr<std::vector<fs::path>> ListConfigFiles(const fs::path& dir, bool ignore_dotfiles) {
   std::vector<fs::path> out;
   std::error_code error;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
     const fs::path& path = it->path();
-    if (!IsConfigName(path.filename().string())) {
+    if (!IsConfigName(path.filename().string(), ignore_dotfiles)) {
       continue;
     }
     // status() follows symlinks, as a ConfigMap's `a.yaml -> ..data/a.yaml` needs.
@@ -82,14 +82,43 @@ absl::StatusOr<std::vector<fs::path>> ListConfigFiles(const fs::path& dir) {
   return out;
 }
 
+// Moves the top-level descriptors of `from` into `into`, as the reference's MERGE_DOMAIN_CONFIG
+// loads a second file's descriptors into the domain's map: a key defined at the top level of both
+// is a duplicate.
+absl::Status MergeDomain(internal::DomainTree& into, internal::DomainTree& from) {
+  internal::DescriptorNode& root = into.root;
+  for (internal::DescriptorNode& child : from.root.children) {
+    if (const internal::DescriptorNode* other = root.FindChild(child.composite)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          child.location, ": descriptors: duplicate descriptor composite key '", into.name, ".",
+          child.composite, "' (also defined at ", other->location, ")"));
+    }
+    const size_t index = root.children.size();
+    root.by_composite.emplace(child.composite, index);
+    if (child.wildcard) root.wildcard_children.push_back(index);
+    root.children.push_back(std::move(child));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const RateLimitConfig>> ParseRateLimitConfig(
     absl::Span<const ConfigSource> sources) {
+  return ParseRateLimitConfig(sources, ConfigLoadOptions{});
+}
+
+absl::StatusOr<std::shared_ptr<const RateLimitConfig>> ParseRateLimitConfig(
+    absl::Span<const ConfigSource> sources, const ConfigLoadOptions& options) {
   auto tree = std::make_unique<internal::ConfigTree>();
   for (const ConfigSource& source : sources) {
     SLUICE_ASSIGN_OR_RETURN(internal::DomainTree domain, internal::ParseConfigFile(source));
-    // The reference can merge (MERGE_DOMAIN_CONFIG=true); sluice keeps one domain per file.
+    if (const auto it = tree->domains.find(domain.name);
+        it != tree->domains.end() && options.merge_domains) {
+      SLUICE_RETURN_IF_ERROR(MergeDomain(it->second, domain));
+      continue;
+    }
+    // Without merging, sluice keeps one domain per file, as the reference does by default.
     if (const auto it = tree->domains.find(domain.name); it != tree->domains.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat(domain.location, ": domain: duplicate domain '", domain.name,
@@ -102,6 +131,11 @@ absl::StatusOr<std::shared_ptr<const RateLimitConfig>> ParseRateLimitConfig(
 }
 
 absl::StatusOr<std::shared_ptr<const RateLimitConfig>> LoadRateLimitConfig(const fs::path& path) {
+  return LoadRateLimitConfig(path, ConfigLoadOptions{});
+}
+
+absl::StatusOr<std::shared_ptr<const RateLimitConfig>> LoadRateLimitConfig(
+    const fs::path& path, const ConfigLoadOptions& options) {
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
   if (error || !fs::exists(status)) {
@@ -109,7 +143,7 @@ absl::StatusOr<std::shared_ptr<const RateLimitConfig>> LoadRateLimitConfig(const
   }
   std::vector<fs::path> files;
   if (fs::is_directory(status)) {
-    SLUICE_ASSIGN_OR_RETURN(files, ListConfigFiles(path));
+    SLUICE_ASSIGN_OR_RETURN(files, ListConfigFiles(path, options.ignore_dotfiles));
     if (files.empty()) {
       return absl::NotFoundError(absl::StrCat(path.string(), ": no *.yaml or *.yml file"));
     }
@@ -125,7 +159,7 @@ absl::StatusOr<std::shared_ptr<const RateLimitConfig>> LoadRateLimitConfig(const
     SLUICE_ASSIGN_OR_RETURN(ConfigSource source, ReadSource(file));
     sources.push_back(std::move(source));
   }
-  return ParseRateLimitConfig(sources);
+  return ParseRateLimitConfig(sources, options);
 }
 
 }  // namespace sluice

@@ -8,10 +8,12 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include <unistd.h>
 
 #include "sluice/config.h"
 
 #include "tests/config/fixture_path.h"
+#include "tests/testing/peer_configs.h"
 
 namespace sluice {
 namespace {
@@ -161,4 +163,46 @@ TEST(ExampleConfig, LoadsAndMatches) {
 }
 
 }  // namespace
+// Verifies the reference's MERGE_DOMAIN_CONFIG on its own fixtures: two files of one domain are
+// one domain with both descriptors; without merging they are a duplicate domain.
+TEST(LoadConfig, MergesTheReferenceFixturesOfOneDomain) {
+  SLUICE_REQUIRE_PEER_CONFIGS(dir);
+  const ConfigSource sources[] = {
+      testing::ReadConfigSource(dir / "test-config/merge_domain_key1.yaml"),
+      testing::ReadConfigSource(dir / "test-config/merge_domain_key2.yaml")};
+  const auto merged = ParseRateLimitConfig(sources, ConfigLoadOptions{.merge_domains = true});
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  const DescriptorEntry key1[] = {{"key1", "value1"}};
+  const DescriptorEntry key2[] = {{"key2", "value2"}};
+  const auto m1 = (*merged)->Match("test-domain", key1);
+  const auto m2 = (*merged)->Match("test-domain", key2);
+  ASSERT_TRUE(m1.has_value());
+  ASSERT_TRUE(m2.has_value());
+  EXPECT_EQ(m1->rule->limits[0].requests_per_unit, 10u);
+  EXPECT_EQ(m2->rule->limits[0].requests_per_unit, 20u);
+  const auto separate = ParseRateLimitConfig(sources);
+  ASSERT_FALSE(separate.ok());
+  EXPECT_THAT(std::string(separate.status().message()), HasSubstr("duplicate domain"));
+  // Merging does not hide a key defined twice.
+  const ConfigSource twice[] = {sources[0], sources[0]};
+  const auto dup = ParseRateLimitConfig(twice, ConfigLoadOptions{.merge_domains = true});
+  ASSERT_FALSE(dup.ok());
+  EXPECT_THAT(std::string(dup.status().message()), HasSubstr("duplicate descriptor composite key"));
+}
+
+TEST(LoadConfig, DotfilesLoadWhenNotIgnored) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("sluice-dotfiles-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / ".hidden.yaml") << "domain: hidden\ndescriptors: []\n";
+  std::ofstream(dir / "shown.yaml") << "domain: shown\ndescriptors: []\n";
+  const auto ignored = LoadRateLimitConfig(dir);
+  const auto loaded = LoadRateLimitConfig(dir, ConfigLoadOptions{.ignore_dotfiles = false});
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(ignored.ok()) << ignored.status();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_FALSE((*ignored)->HasDomain("hidden"));
+  EXPECT_TRUE((*loaded)->HasDomain("hidden"));
+}
+
 }  // namespace sluice
