@@ -428,7 +428,9 @@ absl::Status RedisCluster::FinishSlotMigration(int slot) {
     if (*ok != "OK")
       return absl::InternalError(absl::StrCat("CLUSTER SETSLOT on ", port, ": ", *ok));
   }
-  return absl::OkStatus();
+  // Replicas learn the new owner by gossip; until every node agrees, a view of the map (as
+  // PrimaryForSlot() reads it) may still name the old one.
+  return WaitUntilHealthy(std::chrono::seconds(10));
 }
 
 absl::Status RedisCluster::MoveSlot(int slot, int to_port) {

@@ -133,7 +133,8 @@ class RedisCluster {
   // RedisCluster::FinishSlotMigration()
   //
   // Assigns `slot` to the target on the target, the source and every other primary (CLUSTER
-  // SETSLOT NODE), so the move is complete. REQUIRES: its keys migrated.
+  // SETSLOT NODE), so the move is complete, and waits until every node agrees on the new map
+  // (WaitUntilHealthy()). REQUIRES: its keys migrated.
   absl::Status FinishSlotMigration(int slot);
 
   // RedisCluster::MoveSlot()

@@ -302,20 +302,30 @@ void ClusterClient::Impl::RetryLater(std::unique_ptr<ClusterCall> call,
 
 std::shared_ptr<RedisClient> ClusterClient::Impl::ClientForNode(const StoreUrl::Node& node) {
   const std::string key = ClusterNodeKey(node);
-  internal::MutexLock lock(&mu_);
-  if (closing_) return nullptr;
-  auto it = clients_.find(key);
-  if (it != clients_.end()) return it->second;
-  // A node the map does not know yet (a MOVED ahead of the refresh). Its client connects in the
-  // background; the command waits in its queue within its deadline.
+  {
+    internal::MutexLock lock(&mu_);
+    if (closing_) return nullptr;
+    auto it = clients_.find(key);
+    if (it != clients_.end()) return it->second;
+  }
+  // A node the map does not know yet (a MOVED ahead of the refresh). Its client is made outside
+  // mu_ (it starts a thread) and connects in the background; the command waits in its queue
+  // within its deadline.
   absl::StatusOr<std::unique_ptr<RedisClient>> made = RedisClient::Create(NodeOptions(node));
   if (!made.ok()) {
+    internal::MutexLock lock(&mu_);
     last_error_ = made.status();
     return nullptr;
   }
-  std::shared_ptr<RedisClient> client(*std::move(made));
-  clients_.emplace(key, client);
-  return client;
+  std::shared_ptr<RedisClient> mine = *std::move(made);
+  std::shared_ptr<RedisClient> winner;
+  {
+    internal::MutexLock lock(&mu_);
+    if (!closing_) winner = clients_.emplace(key, mine).first->second;
+  }
+  // If another thread made one first (or the client is closing), ours never had a command and
+  // goes here, outside mu_: destroying it only joins its idle thread.
+  return winner;
 }
 
 std::vector<std::shared_ptr<RedisClient>> ClusterClient::Impl::Primaries() const {

@@ -222,22 +222,43 @@ void ClusterClient::Impl::Install(const ClusterMap& map) {
   auto routing = std::make_shared<ClusterRouting>();
   routing->slot_owner = *std::move(table);
   std::vector<std::shared_ptr<RedisClient>> new_primaries;
+  // Clients for primaries not known yet are made before taking mu_: making one starts a thread,
+  // and routing callers (and I/O threads following redirects) must not wait for that.
+  std::map<std::string, std::shared_ptr<RedisClient>> made_here;
+  absl::Status error;
+  {
+    std::vector<const ClusterShard*> missing;
+    {
+      internal::MutexLock lock(&mu_);
+      for (const ClusterShard& shard : map.shards) {
+        if (clients_.count(ClusterNodeKey(shard.primary)) == 0) missing.push_back(&shard);
+      }
+    }
+    for (const ClusterShard* shard : missing) {
+      absl::StatusOr<std::unique_ptr<RedisClient>> made =
+          RedisClient::Create(NodeOptions(shard->primary));
+      if (made.ok()) {
+        made_here.emplace(ClusterNodeKey(shard->primary), *std::move(made));
+      } else {
+        error = made.status();
+      }
+    }
+  }
   {
     internal::MutexLock lock(&mu_);
-    if (closing_) return;
+    if (closing_) {
+      for (auto& [key, client] : made_here) retired_.push_back(std::move(client));
+      return;
+    }
     std::map<std::string, std::shared_ptr<RedisClient>> next;
-    absl::Status error;
     for (const ClusterShard& shard : map.shards) {
       const std::string key = ClusterNodeKey(shard.primary);
       std::shared_ptr<RedisClient> client;
+      // A client made meanwhile by a redirect wins; ours is retired unused.
       if (auto it = clients_.find(key); it != clients_.end()) {
         client = it->second;
-      } else if (absl::StatusOr<std::unique_ptr<RedisClient>> made =
-                     RedisClient::Create(NodeOptions(shard.primary));
-                 made.ok()) {
-        client = *std::move(made);
-      } else {
-        error = made.status();
+      } else if (auto mine = made_here.find(key); mine != made_here.end()) {
+        client = std::move(mine->second);
       }
       if (client != nullptr) next.emplace(key, client);
       routing->primaries.push_back(std::move(client));
@@ -257,6 +278,9 @@ void ClusterClient::Impl::Install(const ClusterMap& map) {
     // are destroyed on this thread once nothing else holds them (SweepRetired()).
     for (auto& [key, client] : clients_) {
       if (next.count(key) == 0) retired_.push_back(std::move(client));
+    }
+    for (auto& [key, client] : made_here) {
+      if (client != nullptr) retired_.push_back(std::move(client));
     }
     for (const std::shared_ptr<RedisClient>& client : routing->primaries) {
       if (client == nullptr) continue;
