@@ -1,10 +1,11 @@
 // RedisStore: limit state in Redis, shared by every instance that uses the same Redis.
 //
-// Each check is one Lua script call (EVALSHA), so deciding and recording are one atomic step on the
-// server, and time comes from the Redis server's clock (TIME), never from the application host:
-// instances with skewed clocks still agree. Every key written gets a TTL in the same script, at the
-// moment its state stops mattering, so Redis memory stays bounded by the live limits. See
-// docs/redis.md for the scripts and docs/keys.md for the key scheme.
+// Each check is one Lua script call (a function of sluice's library, FCALL, on Redis >= 7;
+// EVALSHA before), so deciding and recording are one atomic step on the server, and time comes
+// from the Redis server's clock (TIME), never from the application host: instances with skewed
+// clocks still agree. Every key written gets a TTL in the same script, at the moment its state
+// stops mattering, so Redis memory stays bounded by the live limits. See docs/redis.md for the
+// scripts and docs/keys.md for the key scheme.
 //
 // Errors: InvalidArgument for a bad key, limit or cost (Redis is not called); Unavailable when
 // Redis cannot be reached or refuses to serve (connection lost, BUSY, OOM, LOADING, READONLY);
@@ -89,14 +90,23 @@ struct RedisStoreOptions {
   // the failure policy answers (docs/redis.md, "Durability"). Default: 0 (no WAIT).
   int min_replicas = 0;
   std::chrono::milliseconds min_replicas_timeout{10};
+  // Run the scripts as functions of one library (FUNCTION LOAD once, then FCALL) where the server
+  // has functions (Redis >= 7): Redis keeps them across restarts and failovers, and each call
+  // costs it less. A server without functions, or whose ACL refuses FUNCTION LOAD, is detected
+  // and gets EVALSHA. false: always EVALSHA (docs/redis.md, "Functions"). Default: true.
+  bool use_functions = true;
 };
 
 // Counters of a Redis store (values may be slightly outdated).
 struct RedisStoreStats {
   // Script calls made (one per Check or CheckAll that reached the client).
   uint64_t script_calls = 0;
-  // Calls resent with the script text after Redis answered NOSCRIPT (its cache was emptied).
+  // Calls resent because Redis lacked the script or its function library (NOSCRIPT, "Function
+  // not found": a flushed cache, a new server), had no functions, or refused a function at
+  // maxmemory.
   uint64_t noscript_resends = 0;
+  // Whether checks run as functions (FCALL) now: use_functions, until a server turned them down.
+  bool functions = false;
   // Connections established (first connects and reconnects), connection attempts that failed,
   // and established connections lost, over every server. Each loss, the first failed attempt of
   // a series and each recovery are also logged (URL redacted, at most four lines a second per

@@ -60,7 +60,8 @@ class RedisStoreImpl final : public RedisStore {
         runner_(router_, {.timeout = options.command_timeout,
                           .clock = options.clock,
                           .min_replicas = options.min_replicas,
-                          .min_replicas_timeout = options.min_replicas_timeout}),
+                          .min_replicas_timeout = options.min_replicas_timeout,
+                          .use_functions = options.use_functions}),
         warnings_(std::make_shared<WarningList>()) {}
   RedisStoreImpl(const RedisStoreImpl&) = delete;
   RedisStoreImpl& operator=(const RedisStoreImpl&) = delete;
@@ -75,13 +76,14 @@ class RedisStoreImpl final : public RedisStore {
 
   void Start() {
     // Best effort and asynchronous: Redis may be down at start, and checks load the scripts on
-    // demand anyway. Preloading spares the first checks a NOSCRIPT round trip and verifies that
-    // the server names the scripts by the SHA1 computed here. The router tells us each primary,
+    // demand anyway. Preloading (the function library, or the scripts where functions are off or
+    // missing) spares the first checks a round trip, finds out whether the server has functions,
+    // and verifies that it names what it loaded as computed here. The router tells us each primary,
     // the ones it knows now and, on a cluster, each one it finds later (a promoted replica).
     // The eviction-policy check goes with it: a Sentinel-managed primary is only known once the
     // Sentinels named it, and a promoted replica may be configured differently.
     router_->SetPrimaryListener([this](const std::shared_ptr<RedisClient>& primary) {
-      PreloadScriptsOn(*primary);
+      PreloadScriptsOn(primary);
       if (options_.check_eviction_policy) {
         CheckEvictionPolicyOn(*primary, options_.connect_timeout + options_.command_timeout);
       }
@@ -179,6 +181,7 @@ class RedisStoreImpl final : public RedisStore {
     const RedisClientStats client = router_->RouterStats();
     return RedisStoreStats{.script_calls = runner.runs,
                            .noscript_resends = runner.noscript_resends,
+                           .functions = runner.functions,
                            .connects = client.connects,
                            .connect_failures = client.connect_failures,
                            .disconnects = client.disconnects};
@@ -269,14 +272,12 @@ class RedisStoreImpl final : public RedisStore {
     }
   }
 
-  void PreloadScriptsOn(RedisClient& primary) {
-    for (const LuaScript* script : ProductionScripts()) {
-      runner_.PreloadOn(primary, *script, [name = script->name](const absl::Status& status) {
-        if (!status.ok() && status.code() == absl::StatusCode::kInternal) {
-          spdlog::error("redis store: preloading script {}: {}", name, status.ToString());
-        }
-      });
-    }
+  void PreloadScriptsOn(const std::shared_ptr<RedisClient>& primary) {
+    runner_.PrepareOn(primary, ProductionScripts(), [](std::string_view name, absl::Status status) {
+      if (!status.ok() && status.code() == absl::StatusCode::kInternal) {
+        spdlog::error("redis store: preloading {}: {}", name, status.ToString());
+      }
+    });
   }
 
   void CheckEvictionPolicyOn(RedisClient& client, std::chrono::milliseconds timeout) {

@@ -31,6 +31,7 @@ using std::chrono::milliseconds;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 // Long enough that a window boundary during a test is practically impossible, and checked anyway.
@@ -164,11 +165,13 @@ TEST_F(RedisStoreTest, HostileKeysAreIsolatedAndBounded) {
   }
 }
 
-// Reliability T7: SCRIPT FLUSH between and during checks is invisible to callers.
+// Reliability T7: SCRIPT FLUSH and FUNCTION FLUSH between and during checks are invisible to
+// callers.
 TEST_F(RedisStoreTest, ScriptFlushCausesNoErrors) {
   const Limit limit{.algorithm = Algorithm::kSlidingLog, .limit = 100'000, .period = kLongPeriod};
   for (int i = 0; i < 5; ++i) {
     ASSERT_EQ(Command({"SCRIPT", "FLUSH"}), "OK");
+    ASSERT_EQ(Command({"FUNCTION", "FLUSH"}), "OK");
     absl::StatusOr<Decision> d = store_->Check("flushed", limit, 1);
     ASSERT_TRUE(d.ok()) << d.status();
     EXPECT_TRUE(d->allowed);
@@ -189,6 +192,7 @@ TEST_F(RedisStoreTest, ScriptFlushCausesNoErrors) {
     });
     if (i % 400 == 0) {
       ASSERT_EQ(Command({"SCRIPT", "FLUSH"}), "OK");
+      ASSERT_EQ(Command({"FUNCTION", "FLUSH"}), "OK");
     }
   }
   all_done.WaitForNotification();
@@ -196,6 +200,33 @@ TEST_F(RedisStoreTest, ScriptFlushCausesNoErrors) {
   EXPECT_EQ(allowed.load(), kCalls);
   EXPECT_EQ(Command({"ZCOUNT", "sluice:{flushed}:sl", "0", "+inf"}), absl::StrCat(kCalls + 5));
   EXPECT_GT(store_->Stats().noscript_resends, 0u);
+}
+
+// Verifies that checks run as functions of the library (FCALL) by default, loaded at start, and
+// with EVALSHA when use_functions is off.
+TEST_F(RedisStoreTest, ChecksRunAsFunctionsUnlessTurnedOff) {
+  const Limit limit{.limit = 10, .period = kLongPeriod};
+  ASSERT_TRUE(store_->Check("k", limit, 1).ok());
+  ASSERT_TRUE(store_->CheckAll({{LimitCheck{.key = "k", .limit = limit, .cost = 1},
+                                 LimitCheck{.key = "j", .limit = limit, .cost = 1}}})
+                  .ok());
+  EXPECT_TRUE(store_->Stats().functions);
+  EXPECT_EQ(store_->Stats().noscript_resends, 0u);  // preloaded at start
+  EXPECT_THAT(Command({"INFO", "commandstats"}), HasSubstr("cmdstat_fcall:calls=2,"));
+  EXPECT_THAT(Command({"FUNCTION", "LIST"}), HasSubstr("_check_all"));
+
+  ASSERT_EQ(Command({"FUNCTION", "FLUSH"}), "OK");
+  ASSERT_EQ(Command({"CONFIG", "RESETSTAT"}), "OK");
+  absl::StatusOr<std::unique_ptr<RedisStore>> evalsha =
+      MakeStore(*server_, {.use_functions = false});
+  ASSERT_TRUE(evalsha.ok()) << evalsha.status();
+  absl::StatusOr<Decision> d = (*evalsha)->Check("k", limit, 1);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->remaining, 7);  // the same state, whichever way the script runs
+  EXPECT_FALSE((*evalsha)->Stats().functions);
+  EXPECT_THAT(Command({"INFO", "commandstats"}), HasSubstr("cmdstat_evalsha:calls=1,"));
+  EXPECT_THAT(Command({"INFO", "commandstats"}), Not(HasSubstr("cmdstat_fcall")));
+  EXPECT_EQ(Command({"FUNCTION", "LIST"}), "");
 }
 
 TEST_F(RedisStoreTest, CheckAllIsAllOrNothing) {
