@@ -4,8 +4,8 @@
 #
 #   bench/redis_bench.sh [BUILD_DIR]      (needs a Release build with benchmarks, and redis-server)
 #
-# 1. ceiling: redis-benchmark -c 50 -P 16 running EVALSHA of sluice's own check scripts
-#    (fixed_window and gcra, each its own script), 10k keys;
+# 1. ceiling: bench/script_load -c 50 -P 16 running FCALL of sluice's own check functions
+#    (fixed_window and gcra, each its own function), 10k keys;
 # 2. sluice: bench/redis_store_load (RedisStore, one auto-pipelined connection) at 1, 50 and 256
 #    checks in flight;
 # 3. peer: rate-limiter-flexible over ioredis (../shared/peer-bench), 50 in flight, if node and npm
@@ -26,21 +26,19 @@ REDIS_PID=$!
 trap 'kill $REDIS_PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
 for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-ceiling() {  # algorithm capacity
-  # Each algorithm has its own check script (docs/redis.md, "Cost per call").
-  local sha
-  sha=$(redis-cli -p "$PORT" SCRIPT LOAD "$("$LOAD" --print-script --algorithm "$1")")
+ceiling() {  # algorithm
+  # Each algorithm has its own function (docs/redis.md, "Cost per call"), called as the store
+  # calls it (FCALL; its argument is binary, which redis-benchmark cannot send).
   redis-cli -p "$PORT" FLUSHALL >/dev/null
-  redis-benchmark -p "$PORT" -c 50 -P 16 -n 1000000 -r 10000 --csv \
-    EVALSHA "$sha" 1 "sluice:{bench:k__rand_int__}:$1" "$1" 10000000 60000000 "$2" 1 |
-    tail -1 | cut -d, -f2 | tr -d '"'
+  "$BUILD_DIR/bench/script_load" --port "$PORT" --call fcall --algorithm "$1" --requests 1000000 \
+    --connections 50 --pipeline 16 | sed 's/.*"calls_per_s":\([0-9]*\).*/\1/'
 }
 
 echo "# redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') on 127.0.0.1:$PORT, $(nproc) cores"
 declare -A CEIL
 for algo in fixed_window gcra; do
-  CEIL[$algo]=$(ceiling $algo 10000000)
-  echo "ceiling  $algo redis-benchmark EVALSHA -c 50 -P 16: ${CEIL[$algo]} decisions/s"
+  CEIL[$algo]=$(ceiling $algo)
+  echo "ceiling  $algo script_load FCALL -c 50 -P 16: ${CEIL[$algo]} decisions/s"
 done
 for algo in fixed_window gcra; do
   for n in 1 50 256; do

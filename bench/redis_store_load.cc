@@ -1,9 +1,9 @@
 // redis_store_load: decisions per second through sluice's RedisStore, with N checks in flight.
 //
-//   redis_store_load --url redis://127.0.0.1:6390 --algorithm fixed_window --inflight 256 --seconds
-//   10 redis_store_load --print-script --algorithm gcra   # the production check script of that
-//                                      # algorithm, for SCRIPT LOAD and redis-benchmark's EVALSHA
-//                                      # ceiling (bench/redis_bench.sh)
+//   redis_store_load --url redis://127.0.0.1:6390 --algorithm fixed_window --inflight 256 \
+//     --seconds 10 [--evalsha]      # --evalsha: scripts by EVALSHA instead of functions (FCALL)
+//   redis_store_load --print-script --algorithm gcra   # the production EVAL script of that
+//                                                      # algorithm
 //
 // Keeps --inflight CheckAsync calls outstanding on 10k uniform random keys (re-issuing from each
 // completion) for --seconds, then prints one JSON line: decisions/s, allowed/denied/errors, and
@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   int seconds = 10;
   int keys = 10000;
   bool print_script = false;
+  bool evalsha = false;
   CLI::App app{"redis_store_load: RedisStore decisions per second"};
   app.add_option("--url", url)->capture_default_str();
   app.add_option("--algorithm", algorithm)->capture_default_str();
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
   app.add_option("--keys", keys)->capture_default_str();
   app.add_flag("--print-script", print_script,
                "Print the production check script of --algorithm and exit");
+  app.add_flag("--evalsha", evalsha, "Run the scripts with EVALSHA, not as functions (FCALL)");
   CLI11_PARSE(app, argc, argv);
   auto algo = sluice::ParseAlgorithm(algorithm);
   if (!algo.ok()) {
@@ -100,7 +102,8 @@ int main(int argc, char** argv) {
     std::cout << sluice::CheckScript(*algo).text;
     return 0;
   }
-  auto store = sluice::RedisStore::Create({.url = url, .command_timeout = std::chrono::seconds(2)});
+  auto store = sluice::RedisStore::Create(
+      {.url = url, .command_timeout = std::chrono::seconds(2), .use_functions = !evalsha});
   if (!store.ok() || !(*store)->WaitForConnection(std::chrono::seconds(5)).ok()) {
     std::cerr << "cannot connect to " << url << "\n";
     return 1;
