@@ -1,6 +1,6 @@
 // redis_store_load: decisions per second through sluice's RedisStore, with N checks in flight.
 //
-//   redis_store_load --url redis://127.0.0.1:6390 --algorithm fixed_window --inflight 256 \
+//   redis_store_load --url redis://127.0.0.1:6390 --algorithm fixed_window --inflight 256
 //     --seconds 10 [--evalsha]      # --evalsha: scripts by EVALSHA instead of functions (FCALL)
 //   redis_store_load --print-script --algorithm gcra   # the production EVAL script of that
 //                                                      # algorithm
