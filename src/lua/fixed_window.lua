@@ -72,6 +72,10 @@ end
 -- under one period the expiry does not change, so the key keeps its TTL.
 local function SaveFixedWindow(key, window_start, count, period, now, stored_expiry_ms)
   local expiry_ms = (window_start + period) / 1000
-  SetState(key, Pack(kFixedWindowState, window_start, count, expiry_ms), expiry_ms, now,
-    expiry_ms == stored_expiry_ms)
+  local value = Pack(kFixedWindowState, window_start, count, expiry_ms)
+  if expiry_ms == stored_expiry_ms then
+    Call('SET', key, value, 'KEEPTTL')
+  else
+    SetState(key, value, expiry_ms, now)
+  end
 end

@@ -95,5 +95,5 @@ local function SaveGcra(key, tat_us, tat_frac, now)
   if tat_frac > 0 then
     expiry = expiry + 1
   end
-  SetState(key, Pack(kGcraState, tat_us, tat_frac), CeilDiv(expiry, 1000), now, false)
+  SetState(key, Pack(kGcraState, tat_us, tat_frac), CeilDiv(expiry, 1000), now)
 end

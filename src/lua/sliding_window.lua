@@ -118,6 +118,10 @@ end
 local function SaveSlidingWindow(key, window_start, current, previous, period, now,
     stored_expiry_ms)
   local expiry_ms = (window_start + 2 * period) / 1000
-  SetState(key, Pack(kSlidingWindowState, window_start, current, previous, expiry_ms), expiry_ms,
-    now, expiry_ms == stored_expiry_ms)
+  local value = Pack(kSlidingWindowState, window_start, current, previous, expiry_ms)
+  if expiry_ms == stored_expiry_ms then
+    Call('SET', key, value, 'KEEPTTL')
+  else
+    SetState(key, value, expiry_ms, now)
+  end
 end

@@ -15,16 +15,12 @@ end
 -- Writes a string state and its expiry in one command: `key` expires when its state becomes
 -- equivalent to no state, at `expiry_ms` (the spec's expiry rounded up to the millisecond), so a
 -- key never lives shorter than its state matters. The absolute form cannot extend a window: the
--- expiry is a function of the state, not of when the last write happened. `keep_ttl` says the key
--- already expires at `expiry_ms` (its state records the expiry it was written with): SET ...
--- KEEPTTL then costs Redis about half of SET ... PXAT, which rewrites the command for
--- replication. (PXAT and KEEPTTL need Redis 6.2.)
-local function SetState(key, value, expiry_ms, now_us, keep_ttl)
-  if keep_ttl then
-    Call('SET', key, value, 'KEEPTTL')
-  else
-    Call('SET', key, value, 'PXAT', Format('%d', expiry_ms))
-  end
+-- expiry is a function of the state, not of when the last write happened. (PXAT needs Redis 6.2.)
+-- A key that already expires at `expiry_ms` is written with SET ... KEEPTTL instead (the fixed
+-- and sliding windows, whose states record the expiry they were written with): it costs Redis
+-- about half as much, since SET ... PXAT rewrites the command for replication.
+local function SetState(key, value, expiry_ms, now_us)
+  Call('SET', key, value, 'PXAT', Format('%d', expiry_ms))
 end
 
 -- The same expiry for a key written by other commands (the sliding log's sorted set).

@@ -21,13 +21,9 @@ end
 -- state (docs/algorithms.md). The production TTLs are tested against the production scripts.
 local kExpirySlackMsForTest = 3600000
 
-local function SetState(key, value, expiry_ms, now_us, keep_ttl)
-  if keep_ttl then
-    Call('SET', key, value, 'KEEPTTL')
-  else
-    Call('SET', key, value, 'PX',
-      Format('%d', CeilDiv(expiry_ms * 1000 - now_us, 1000) + kExpirySlackMsForTest))
-  end
+local function SetState(key, value, expiry_ms, now_us)
+  Call('SET', key, value, 'PX',
+    Format('%d', CeilDiv(expiry_ms * 1000 - now_us, 1000) + kExpirySlackMsForTest))
 end
 
 local function SetExpiry(key, expiry_ms, now_us)

@@ -74,5 +74,5 @@ end
 -- The bucket is full again ceil(deficit / rate) after `updated`: now + reset_after.
 local function SaveTokenBucket(key, deficit, updated, rate, now)
   SetState(key, Pack(kTokenBucketState, deficit, updated),
-    CeilDiv(updated + CeilDiv(deficit, rate), 1000), now, false)
+    CeilDiv(updated + CeilDiv(deficit, rate), 1000), now)
 end
