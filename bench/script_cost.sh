@@ -15,7 +15,9 @@
 #   fixed_window -> minimal fixed_window.lua (INCR + PEXPIRE on the first hit + PTTL)
 #   gcra, token_bucket, sliding_window -> minimal gcra.lua (TIME, GET, SET ... PX)
 #   sliding_log -> minimal sliding_log.lua (TIME, ZREMRANGEBYSCORE, ZCARD, ZADD, PEXPIRE)
-# and, for FCALL, the ratio to the same script by EVALSHA.
+# and, for FCALL, the ratio to the same script by EVALSHA. Two reference functions
+# (bench/script_floor.lua) show where the fixed window's floor is: the minimal fixed-window script
+# as a function, and the commands and conversions a fixed window cannot do without.
 #
 # Results: bench/results/script_cost-<UTC time>.csv (every round) and ..._summary.csv (medians).
 # Environment: ROUNDS (default 5), REQUESTS (default 200000), PEER_BENCH (the minimal scripts,
@@ -46,6 +48,7 @@ REDIS_VERSION=$(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')
 SHA_FW=$(cli SCRIPT LOAD "$(cat "$PEER_BENCH/fixed_window.lua")")
 SHA_GCRA=$(cli SCRIPT LOAD "$(cat "$PEER_BENCH/gcra.lua")")
 SHA_SL=$(cli SCRIPT LOAD "$(cat "$PEER_BENCH/sliding_log.lua")")
+cli FUNCTION LOAD "$(cat bench/script_floor.lua)" >/dev/null
 
 # name|kind|algorithm|reference: kind is incr, minimal, fcall or evalsha.
 ENTRIES=(
@@ -53,6 +56,8 @@ ENTRIES=(
   "minimal fixed_window|minimal|fixed_window|-"
   "minimal gcra|minimal|gcra|-"
   "minimal sliding_log|minimal|sliding_log|-"
+  "minimal fixed_window fcall|minimal-fcall|fixed_window|minimal fixed_window"
+  "floor fixed_window fcall|floor-fcall|fixed_window|minimal fixed_window"
 )
 for algorithm in fixed_window sliding_window sliding_log token_bucket gcra; do
   case $algorithm in
@@ -80,6 +85,12 @@ measure() {
         sliding_log) "${bench[@]}" EVALSHA "$SHA_SL" 1 'rl:sl:__rand_int__' 100000 60000 n ;;
       esac >/dev/null
       stat=evalsha ;;
+    minimal-fcall)
+      "${bench[@]}" FCALL minimal_fixed_window 1 'rl:fw:__rand_int__' 10000000 60000 >/dev/null
+      stat=fcall ;;
+    floor-fcall)
+      "${bench[@]}" FCALL floor_fixed_window 1 'rl:fw:__rand_int__' >/dev/null
+      stat=fcall ;;
     fcall | evalsha)
       "$LOAD" --port "$PORT" --call "$kind" --algorithm "$algorithm" --requests "$REQUESTS" \
         --connections 50 --pipeline 16 >/dev/null

@@ -2,16 +2,17 @@
 -- State: '<I8I8I8' = window start (us), count, and the expiry (ms) the key was written with;
 -- no key = (0, 0). An earlier version wrote 'w:c' in decimal, which is still read.
 --
--- The algorithm pieces are plain functions with multiple return values, shared by the
--- fixed_window check function and check_all: Load reads the state, Decide is pure, Save writes
--- the state and its expiry in one command.
+-- The algorithm pieces are plain functions with multiple return values: Load reads the state,
+-- Decide is pure, Save writes the state and its expiry in one command. check_all calls them; the
+-- fixed_window check function does the same steps inline (check_fixed_window.lua says why), so a
+-- change here is a change there.
 
 local kFixedWindowState = '<I8I8I8'
 local kFixedWindowStateBytes = 24
 
--- Returns window start, count and the key's expiry in ms (-1 when unknown).
-local function LoadFixedWindow(key, key_index)
-  local v = Call('GET', key)
+-- Returns window start, count and the key's expiry in ms (-1 when unknown) of the stored value
+-- `v` (false: no key).
+local function ParseFixedWindow(v, key_index)
   if not v then
     return 0, 0, -1
   end
@@ -24,6 +25,10 @@ local function LoadFixedWindow(key, key_index)
   end
   local w, c = Match(v, '^(%d+):(%d+)$')
   return StateInt(w, key_index), StateInt(c, key_index), -1
+end
+
+local function LoadFixedWindow(key, key_index)
+  return ParseFixedWindow(Call('GET', key), key_index)
 end
 
 -- Decides `cost` at `now` against the state (window_start, count). Returns allowed (1|0),
