@@ -1,0 +1,135 @@
+// ServerSettings: everything sluiced is started with, from its flags and from
+// envoyproxy/ratelimit's environment variables (src/settings/settings.go), so that a reference
+// deployment starts sluiced unchanged.
+//
+// Flags win: a variable is read only when the flag it maps to was not given. Every variable of the
+// reference is either honoured with the reference's meaning, or refused by name with the reason
+// (ApplyReferenceEnvironment() fails, listing every refusal); none is silently ignored. A variable
+// that only configures a feature that is off (a memcache setting with BACKEND_TYPE=redis) is
+// unused, as in the reference, and said so in `notes`. docs/compatibility.md has the table.
+//
+// "Started the reference's way" means without --config: the reference's defaults then apply to
+// what neither a flag nor a variable sets (listeners on 0.0.0.0:8080 and :8081, the debug port
+// 6070, the config under RUNTIME_ROOT, LOG_LEVEL WARN, statsd on localhost:8125, Redis). With
+// --config, sluiced's own defaults apply (loopback listeners, memory store, no statsd) and only the
+// variables that are set change them.
+//
+// Example:
+//   ServerSettings settings;            // sluiced's defaults
+//   ... CLI11 fills `settings`, collecting the flags given ...
+//   SLUICE_RETURN_IF_ERROR(ApplyReferenceEnvironment(ProcessEnvironment(), given, settings));
+//
+// Thread safety: ApplyReferenceEnvironment() only touches its arguments.
+#ifndef SLUICE_SERVER_SETTINGS_H_
+#define SLUICE_SERVER_SETTINGS_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+
+#include "sluice/memory_store.h"
+
+#include "src/server/rls_headers.h"
+
+namespace sluice::server {
+
+struct StatsdSettings {
+  bool enabled = false;
+  std::string host = "localhost";
+  int port = 8125;
+  // EXTRA_TAGS, appended to every name as the reference's stats library does (".__key=value").
+  std::vector<std::pair<std::string, std::string>> tags{};
+  std::chrono::milliseconds flush_interval{10'000};
+};
+
+struct ServerSettings {
+  // Config: a file or a directory of *.yaml files.
+  std::string config{};
+  bool merge_domains = false;
+  bool ignore_dotfiles = true;
+  // Start (and stay up) without a loadable config; unhealthy until one loads.
+  bool force_start = false;
+  // Healthy only once a config with at least one domain is loaded.
+  bool healthy_with_one_config = false;
+  int config_poll_ms = 1000;
+
+  // Stores: a store URL (sluice/store_url.h); per_second_store, when set, holds the limits of one
+  // second (the reference's REDIS_PERSECOND).
+  std::string store = "memory";
+  std::string per_second_store{};
+  std::string failure_mode = "error";
+  int64_t expected_instances = 1;
+  size_t memory_store_max_bytes = MemoryStoreOptions{}.max_bytes;
+  // Redis: prefix of every key (CACHE_KEY_PREFIX); empty keeps the store's default.
+  std::string key_prefix{};
+  // At start, wait this long for Redis and exit if it does not answer; 0 does not wait.
+  std::chrono::milliseconds redis_startup_max_elapsed{0};
+
+  // Listeners ("host:port"; gRPC also "unix:/path"). Empty: off.
+  std::string http = "127.0.0.1:8080";
+  std::string grpc = "127.0.0.1:8081";
+  std::string debug{};
+  std::string prometheus{};
+  std::string prometheus_path = "/metrics";
+  int http_threads = 2;
+  int drain_ms = 2000;
+  // gRPC: a connection lives this long (+-10%), then gets this grace (0: unlimited).
+  std::chrono::milliseconds grpc_max_connection_age{0};
+  std::chrono::milliseconds grpc_max_connection_age_grace{0};
+  // gRPC over TLS when cert and key are set; client certificates required when client_ca is.
+  std::string grpc_tls_cert{};
+  std::string grpc_tls_key{};
+  std::string grpc_tls_client_ca{};
+
+  // Logging: trace, debug, info, warn, error, critical, off; text or json.
+  std::string log_level = "info";
+  std::string log_format = "text";
+
+  // Decisions.
+  bool response_headers = false;
+  RlsHeaderNames header_names{};
+  bool shadow_mode = false;
+  bool quota_mode = false;
+  float near_limit_ratio = 0.8f;
+  size_t local_cache_entries = 0;
+  size_t local_cache_bytes = 0;
+
+  // Stats.
+  StatsdSettings statsd{};
+  bool disable_stats = false;
+
+  // What the environment did, for the start-up log (never secrets).
+  std::vector<std::string> notes{};
+};
+
+// Looks a variable up: its value, or nullopt when it is not set.
+using EnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
+
+// Returns the process environment as an EnvLookup.
+EnvLookup ProcessEnvironment();
+
+// The names of envoyproxy/ratelimit's settings, in settings.go order.
+const std::vector<std::string_view>& ReferenceVariableNames();
+
+// ApplyReferenceEnvironment()
+//
+// Applies the reference's variables found by `env` to `settings`, except those mapping to a flag
+// in `flags_given` (names as "--http"); with settings.config empty and "--config" not given, the
+// reference's defaults first (started the reference's way). Returns OK, or InvalidArgument whose
+// message names every variable refused and why (settings then unspecified).
+absl::Status ApplyReferenceEnvironment(const EnvLookup& env,
+                                       const absl::flat_hash_set<std::string>& flags_given,
+                                       ServerSettings& settings);
+
+}  // namespace sluice::server
+
+#endif  // SLUICE_SERVER_SETTINGS_H_

@@ -1,0 +1,260 @@
+// ServerSettings from envoyproxy/ratelimit's environment variables (src/server/settings.h).
+#include "src/server/settings.h"
+
+#include <map>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include "sluice/store_url.h"
+
+#include "src/server/go_values.h"
+
+namespace sluice::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+// The reference's way: no --config. A Redis store is needed (its default backend), over TCP.
+const std::map<std::string, std::string> kRedisTcp = {{"REDIS_SOCKET_TYPE", "tcp"},
+                                                      {"REDIS_URL", "redis.internal:6379"}};
+
+absl::StatusOr<ServerSettings> Apply(std::map<std::string, std::string> vars,
+                                     absl::flat_hash_set<std::string> flags = {},
+                                     ServerSettings settings = {}) {
+  absl::Status s = ApplyReferenceEnvironment(Env(std::move(vars)), flags, settings);
+  if (!s.ok()) return s;
+  return settings;
+}
+
+TEST(Settings, StartedTheReferencesWayListensWhereTheReferenceListens) {
+  absl::StatusOr<ServerSettings> s = Apply(kRedisTcp);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->http, "0.0.0.0:8080");
+  EXPECT_EQ(s->grpc, "0.0.0.0:8081");
+  EXPECT_EQ(s->debug, "0.0.0.0:6070");
+  EXPECT_EQ(s->config, "/srv/runtime_data/current/config");
+  EXPECT_EQ(s->log_level, "warn");
+  EXPECT_TRUE(s->statsd.enabled);
+  EXPECT_EQ(s->statsd.host, "localhost");
+  EXPECT_EQ(s->statsd.port, 8125);
+  EXPECT_EQ(s->statsd.flush_interval, std::chrono::seconds(10));
+  EXPECT_FALSE(s->ignore_dotfiles);
+  EXPECT_EQ(s->grpc_max_connection_age, std::chrono::hours(24));
+  EXPECT_EQ(s->grpc_max_connection_age_grace, std::chrono::hours(1));
+  EXPECT_EQ(s->store, "redis://redis.internal:6379?timeout_ms=10000&connect_timeout_ms=10000");
+}
+
+TEST(Settings, WithConfigFlagOnlySetVariablesApply) {
+  ServerSettings flags_applied;
+  flags_applied.config = "/etc/sluice";
+  absl::StatusOr<ServerSettings> s = Apply({{"PORT", "9000"}}, {"--config"}, flags_applied);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->http, "127.0.0.1:9000");
+  EXPECT_EQ(s->grpc, "127.0.0.1:8081");
+  EXPECT_EQ(s->store, "memory");
+  EXPECT_FALSE(s->statsd.enabled);
+  EXPECT_EQ(s->log_level, "info");
+  EXPECT_EQ(s->config, "/etc/sluice");
+}
+
+TEST(Settings, FlagsWinOverVariables) {
+  ServerSettings flags_applied;
+  flags_applied.http = "127.0.0.1:1234";
+  flags_applied.store = "memory";
+  auto vars = kRedisTcp;
+  vars["PORT"] = "9000";
+  vars["REDIS_URL"] = "elsewhere:6379";
+  absl::StatusOr<ServerSettings> s = Apply(vars, {"--http", "--store"}, flags_applied);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->http, "127.0.0.1:1234");
+  EXPECT_EQ(s->store, "memory");
+}
+
+TEST(Settings, ListenersStatsAndRuntimeFromVariables) {
+  auto vars = kRedisTcp;
+  vars.insert({{"HOST", "127.0.0.1"},
+               {"PORT", "18080"},
+               {"GRPC_UDS", "/tmp/rl.sock"},
+               {"DEBUG_PORT", "16070"},
+               {"RUNTIME_ROOT", "/data"},
+               {"RUNTIME_SUBDIRECTORY", "ratelimit"},
+               {"RUNTIME_APPDIRECTORY", "rules"},
+               {"RUNTIME_IGNOREDOTFILES", "true"},
+               {"MERGE_DOMAIN_CONFIG", "true"},
+               {"USE_STATSD", "true"},
+               {"STATSD_HOST", "127.0.0.1"},
+               {"STATSD_PORT", "9125"},
+               {"EXTRA_TAGS", "env:prod,zone:a"},
+               {"STATS_FLUSH_INTERVAL", "1.5s"},
+               {"LOG_LEVEL", "debug"},
+               {"LOG_FORMAT", "json"},
+               {"NEAR_LIMIT_RATIO", "0.9"},
+               {"SHADOW_MODE", "true"},
+               {"QUOTA_MODE", "1"},
+               {"LIMIT_RESPONSE_HEADERS_ENABLED", "true"},
+               {"LIMIT_REMAINING_HEADER", "X-Left"},
+               {"LOCAL_CACHE_SIZE_IN_BYTES", "1048576"},
+               {"CACHE_KEY_PREFIX", "rl_"},
+               {"GRPC_MAX_CONNECTION_AGE", "1h30m"}});
+  absl::StatusOr<ServerSettings> s = Apply(vars);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->http, "127.0.0.1:18080");
+  EXPECT_EQ(s->grpc, "unix:/tmp/rl.sock");
+  EXPECT_EQ(s->debug, "0.0.0.0:16070");  // HOST is the HTTP listener's; DEBUG_HOST defaults.
+  EXPECT_EQ(s->config, "/data/ratelimit/rules");
+  EXPECT_TRUE(s->ignore_dotfiles);
+  EXPECT_TRUE(s->merge_domains);
+  EXPECT_EQ(s->statsd.host, "127.0.0.1");
+  EXPECT_EQ(s->statsd.port, 9125);
+  EXPECT_THAT(s->statsd.tags,
+              ::testing::ElementsAre(std::pair<std::string, std::string>("env", "prod"),
+                                     std::pair<std::string, std::string>("zone", "a")));
+  EXPECT_EQ(s->statsd.flush_interval, std::chrono::milliseconds(1500));
+  EXPECT_EQ(s->log_level, "debug");
+  EXPECT_EQ(s->log_format, "json");
+  EXPECT_FLOAT_EQ(s->near_limit_ratio, 0.9f);
+  EXPECT_TRUE(s->shadow_mode);
+  EXPECT_TRUE(s->quota_mode);
+  EXPECT_TRUE(s->response_headers);
+  EXPECT_EQ(s->header_names.remaining, "X-Left");
+  EXPECT_EQ(s->header_names.limit, "RateLimit-Limit");
+  EXPECT_EQ(s->local_cache_bytes, 1048576u);
+  EXPECT_EQ(s->key_prefix, "rl_");
+  EXPECT_EQ(s->grpc_max_connection_age, std::chrono::minutes(90));
+}
+
+TEST(Settings, RedisTypesBecomeStoreUrls) {
+  absl::StatusOr<ServerSettings> cluster = Apply({{"REDIS_SOCKET_TYPE", "tcp"},
+                                                  {"REDIS_TYPE", "CLUSTER"},
+                                                  {"REDIS_URL", "10.0.0.1:7000,10.0.0.2:7000"},
+                                                  {"REDIS_AUTH", "user:p@ss"},
+                                                  {"REDIS_POOL_SIZE", "4"},
+                                                  {"REDIS_TIMEOUT", "250ms"}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  EXPECT_EQ(cluster->store,
+            "redis-cluster://user:p%40ss@10.0.0.1:7000,10.0.0.2:7000"
+            "?connections=4&timeout_ms=250&connect_timeout_ms=250");
+  absl::StatusOr<StoreUrl> parsed = ParseStoreUrl(cluster->store);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->kind, StoreUrl::Kind::kRedisCluster);
+  EXPECT_EQ(parsed->password, "p@ss");
+
+  absl::StatusOr<ServerSettings> sentinel =
+      Apply({{"REDIS_SOCKET_TYPE", "tcp"},
+             {"REDIS_TYPE", "sentinel"},
+             {"REDIS_URL", "mymaster,10.0.0.1:26379,10.0.0.2:26379"},
+             {"REDIS_AUTH", "secret"},
+             {"REDIS_SENTINEL_AUTH", "sentinel-secret"},
+             {"REDIS_TLS", "true"},
+             {"REDIS_TLS_CACERT", "/etc/ca.pem"}});
+  ASSERT_TRUE(sentinel.ok()) << sentinel.status();
+  parsed = ParseStoreUrl(sentinel->store);
+  ASSERT_TRUE(parsed.ok()) << parsed.status() << " " << sentinel->store;
+  EXPECT_EQ(parsed->kind, StoreUrl::Kind::kRedisSentinel);
+  EXPECT_TRUE(parsed->tls);
+  EXPECT_EQ(parsed->primary_name, "mymaster");
+  EXPECT_EQ(parsed->nodes.size(), 2u);
+  EXPECT_EQ(parsed->password, "secret");
+  EXPECT_EQ(parsed->sentinel_password, "sentinel-secret");
+
+  absl::StatusOr<ServerSettings> per_second = Apply({{"REDIS_SOCKET_TYPE", "tcp"},
+                                                     {"REDIS_URL", "main:6379"},
+                                                     {"REDIS_PERSECOND", "true"},
+                                                     {"REDIS_PERSECOND_SOCKET_TYPE", "tcp"},
+                                                     {"REDIS_PERSECOND_URL", "fast:6379"}});
+  ASSERT_TRUE(per_second.ok()) << per_second.status();
+  EXPECT_THAT(per_second->per_second_store, ::testing::StartsWith("redis://fast:6379"));
+}
+
+// Verifies every refusal names its variable, and all of them are reported at once.
+TEST(Settings, RefusesWhatItCannotHonourByName) {
+  absl::StatusOr<ServerSettings> s = Apply({{"BACKEND_TYPE", "memcache"},
+                                            {"CONFIG_TYPE", "GRPC_XDS_SOTW"},
+                                            {"TRACING_ENABLED", "true"},
+                                            {"LOG_LEVEL", "loud"},
+                                            {"USE_DOG_STATSD", "true"},
+                                            {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "false"},
+                                            {"EXPIRATION_JITTER_MAX_SECONDS", "60"},
+                                            {"GRPC_MAX_CONNECTION_AGE", "soon"}});
+  ASSERT_TRUE(absl::IsInvalidArgument(s.status()));
+  const std::string message(s.status().message());
+  for (const char* name :
+       {"BACKEND_TYPE: memcache", "CONFIG_TYPE: GRPC_XDS_SOTW",
+        "TRACING_ENABLED:", "LOG_LEVEL: unknown level 'loud'",
+        "USE_DOG_STATSD:", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT:",
+        "EXPIRATION_JITTER_MAX_SECONDS:", "GRPC_MAX_CONNECTION_AGE: invalid duration"}) {
+    EXPECT_THAT(message, HasSubstr(name));
+  }
+}
+
+TEST(Settings, TheReferencesUnixSocketDefaultIsRefusedUnlessAStoreIsGiven) {
+  absl::StatusOr<ServerSettings> s = Apply({});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("REDIS_SOCKET_TYPE: unix sockets"));
+  ServerSettings with_store;
+  with_store.store = "memory";
+  EXPECT_TRUE(Apply({}, {"--store"}, with_store).ok());
+}
+
+TEST(Settings, UnusedFeatureVariablesAreNotedNotIgnored) {
+  auto vars = kRedisTcp;
+  vars["MEMCACHE_HOST_PORT"] = "mc:11211";
+  vars["TRACING_SERVICE_NAME"] = "rl";
+  absl::StatusOr<ServerSettings> s = Apply(vars);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(s->notes, ::testing::Contains(HasSubstr("MEMCACHE_HOST_PORT is set but unused")));
+  EXPECT_THAT(s->notes, ::testing::Contains(HasSubstr("TRACING_SERVICE_NAME is set but unused")));
+}
+
+TEST(Settings, GrpcTlsNeedsCertAndKey) {
+  auto vars = kRedisTcp;
+  vars["GRPC_SERVER_USE_TLS"] = "true";
+  vars["GRPC_SERVER_TLS_CERT"] = "/c.pem";
+  EXPECT_THAT(std::string(Apply(vars).status().message()), HasSubstr("GRPC_SERVER_USE_TLS: needs"));
+  vars["GRPC_SERVER_TLS_KEY"] = "/k.pem";
+  vars["GRPC_CLIENT_TLS_CACERT"] = "/ca.pem";
+  absl::StatusOr<ServerSettings> s = Apply(vars);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->grpc_tls_cert, "/c.pem");
+  EXPECT_EQ(s->grpc_tls_client_ca, "/ca.pem");
+}
+
+TEST(Settings, ReferenceVariableNamesAreAllKnown) {
+  EXPECT_EQ(ReferenceVariableNames().size(), 114u);  // Every envconfig tag of settings.go.
+  // Each variable set to an empty string changes nothing (an empty value is unset).
+  std::map<std::string, std::string> empty;
+  for (std::string_view name : ReferenceVariableNames()) empty[std::string(name)] = "";
+  ServerSettings settings;
+  settings.config = "/c";
+  EXPECT_TRUE(Apply(empty, {"--config"}, settings).ok());
+}
+
+TEST(GoValues, DurationsBoolsAndMaps) {
+  EXPECT_EQ(*ParseGoDuration("300ms"), std::chrono::milliseconds(300));
+  EXPECT_EQ(*ParseGoDuration("1h30m"), std::chrono::minutes(90));
+  EXPECT_EQ(*ParseGoDuration("1.5s"), std::chrono::milliseconds(1500));
+  EXPECT_EQ(*ParseGoDuration("0"), std::chrono::nanoseconds(0));
+  EXPECT_EQ(*ParseGoDuration("2us"), std::chrono::microseconds(2));
+  EXPECT_FALSE(ParseGoDuration("10").ok());
+  EXPECT_FALSE(ParseGoDuration("1d").ok());
+  EXPECT_FALSE(ParseGoDuration("").ok());
+  EXPECT_TRUE(*ParseGoBool("True"));
+  EXPECT_FALSE(*ParseGoBool("0"));
+  EXPECT_FALSE(ParseGoBool("yes").ok());
+  EXPECT_THAT(*ParseGoStringMap(""), IsEmpty());
+  EXPECT_FALSE(ParseGoStringMap("novalue").ok());
+}
+
+}  // namespace
+}  // namespace sluice::server
