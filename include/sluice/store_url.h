@@ -37,6 +37,8 @@
 //   min_replicas=N           after each decision, WAIT until N replicas acknowledged its write
 //                            (0..16, default 0: no wait); on timeout the failure policy answers
 //   min_replicas_timeout_ms=N  the WAIT's timeout in ms (default 10)
+//   functions=true|false     run the scripts as functions (FCALL) where the server has them
+//                            (default true); false: always EVALSHA (docs/redis.md, "Functions")
 //   sentinel_password=P      sentinel only: the Sentinels' password (percent-encoded); redacted
 //   sentinel_password_file=PATH  sentinel only: the Sentinels' password from a file
 //   sentinel_username=U      sentinel only: the Sentinels' ACL user
@@ -99,6 +101,8 @@ struct StoreUrl {
   // min_replicas and min_replicas_timeout_ms; 0 replicas means no WAIT.
   int min_replicas = 0;
   std::chrono::milliseconds min_replicas_timeout{10};
+  // `functions`: false forces EVALSHA (RedisStoreOptions::use_functions).
+  bool functions = true;
   // kRedisSentinel: the Sentinels' own credentials and whether they speak TLS.
   std::string sentinel_username = {};
   std::string sentinel_password = {};

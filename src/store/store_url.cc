@@ -101,6 +101,10 @@ absl::Status ApplyParam(std::string_view key, std::string_view value, StoreUrl& 
     absl::StatusOr<int64_t> ms = ParseInt(key, value, 1, kMaxTimeoutMs);
     if (!ms.ok()) return ms.status();
     url.min_replicas_timeout = std::chrono::milliseconds(*ms);
+  } else if (key == "functions") {
+    absl::StatusOr<bool> functions = ParseBool(key, value);
+    if (!functions.ok()) return functions.status();
+    url.functions = *functions;
   } else if (url.kind == StoreUrl::Kind::kRedisSentinel && key == "sentinel_password") {
     // A secret: never quoted, and redacted by Redacted().
     if (value.empty()) return Invalid("sentinel_password is empty");
@@ -393,6 +397,7 @@ std::string StoreUrl::Redacted() const {
   if (min_replicas_timeout != StoreUrl{}.min_replicas_timeout) {
     param("min_replicas_timeout_ms", absl::StrCat(min_replicas_timeout.count()));
   }
+  if (!functions) param("functions", "false");
   if (!sentinel_username.empty()) param("sentinel_username", sentinel_username);
   if (!sentinel_password.empty()) {
     // Written as is: "***" marks a redacted secret, as in the user information.

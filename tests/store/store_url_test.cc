@@ -89,6 +89,16 @@ TEST(StoreUrl, DefaultsWhenParametersAreAbsent) {
   EXPECT_TRUE(url->tls_verify);
 }
 
+TEST(StoreUrl, FunctionsParameterForcesEvalsha) {
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl("redis://h:6379?functions=false");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_FALSE(url->functions);
+  EXPECT_EQ(url->Redacted(), "redis://h:6379?functions=false");
+  EXPECT_TRUE(ParseStoreUrl("redis://h:6379?functions=true")->functions);
+  EXPECT_TRUE(ParseStoreUrl("redis://h:6379")->functions);
+  EXPECT_FALSE(ParseStoreUrl("redis://h:6379?functions=maybe").ok());
+}
+
 TEST(StoreUrl, RejectsInvalidUrls) {
   struct Case {
     std::string input;

@@ -335,6 +335,7 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(const RedisStoreO
   if (url.connect_timeout.has_value()) effective.connect_timeout = *url.connect_timeout;
   if (url.kind == StoreUrl::Kind::kRedisCluster) effective.cluster = true;
   if (url.min_replicas > 0) effective.min_replicas = url.min_replicas;
+  if (!url.functions) effective.use_functions = false;
   if (url.min_replicas_timeout != StoreUrl{}.min_replicas_timeout) {
     effective.min_replicas_timeout = url.min_replicas_timeout;
   }

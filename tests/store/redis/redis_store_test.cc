@@ -227,6 +227,11 @@ TEST_F(RedisStoreTest, ChecksRunAsFunctionsUnlessTurnedOff) {
   EXPECT_THAT(Command({"INFO", "commandstats"}), HasSubstr("cmdstat_evalsha:calls=1,"));
   EXPECT_THAT(Command({"INFO", "commandstats"}), Not(HasSubstr("cmdstat_fcall")));
   EXPECT_EQ(Command({"FUNCTION", "LIST"}), "");
+  // The store URL says the same (sluiced and the middleware take a URL).
+  absl::StatusOr<std::unique_ptr<RedisStore>> by_url =
+      RedisStore::Create({.url = server_->Url() + "?functions=false"});
+  ASSERT_TRUE(by_url.ok()) << by_url.status();
+  EXPECT_FALSE((*by_url)->Stats().functions);
 }
 
 TEST_F(RedisStoreTest, CheckAllIsAllOrNothing) {
