@@ -40,7 +40,9 @@ RedisClientOptions OptionsFor(const FakeRedisServer& server, std::string userinf
   absl::StatusOr<StoreUrl> url =
       ParseStoreUrl("redis://" + userinfo + "127.0.0.1:" + std::to_string(server.port()));
   EXPECT_TRUE(url.ok()) << url.status();
-  return RedisClientOptions{.url = url.ok() ? *url : StoreUrl{}};
+  RedisClientOptions options;
+  if (url.ok()) options.url = *std::move(url);
+  return options;
 }
 
 // Waits (under the watchdog) until `condition` holds.
