@@ -36,7 +36,8 @@ deb: deps
 	  -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCHMARKS=OFF -DSLUICE_BUILD_FUZZ=OFF \
 	  -DSLUICE_BUILD_EXAMPLES=OFF $(LAUNCHER) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(DEB_BUILD_DIR) -j$(JOBS) -- --no-print-directory
-	@cd $(DEB_BUILD_DIR) && cpack -G DEB -B deb >/dev/null && ls -1 "$$PWD"/deb/*.deb
+	@cd $(DEB_BUILD_DIR) && mkdir -p deb && (cpack -G DEB -B deb >deb/cpack.log 2>&1 || \
+	  (cat deb/cpack.log; false)) && ls -1 "$$PWD"/deb/*.deb
 
 # The concurrency-sensitive tests under ThreadSanitizer and the parsers, stores and fuzz corpora
 # under ASan + UBSan, each in its own build directory with only those tests built (CI runs this
