@@ -1,10 +1,15 @@
 #include "src/server/grpc_server.h"
 
+#include <future>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "gtest/gtest.h"
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include "sluice/config.h"
 #include "sluice/failure_policy.h"
@@ -37,15 +42,43 @@ class GrpcServerTest : public ::testing::Test {
     service_->SetConfig(*config);
     server_ = std::make_unique<GrpcServer>("127.0.0.1:0", *service_);
     ASSERT_TRUE(server_->Start().ok());
-    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
-                                       grpc::InsecureChannelCredentials());
-    stub_ = envoy::service::ratelimit::v3::RateLimitService::NewStub(channel);
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = envoy::service::ratelimit::v3::RateLimitService::NewStub(channel_);
   }
 
   grpc::Status Call(const RateLimitRequest& request, RateLimitResponse* response) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     return stub_->ShouldRateLimit(&context, request, response);
+  }
+
+  // grpc.health.v1.Health/Check for `service`, encoded by hand (HealthCheckRequest: 1 = service;
+  // HealthCheckResponse: 1 = status, SERVING 1, NOT_SERVING 2). Returns the status, or -code.
+  int HealthStatus(const std::string& service) {
+    std::string request_bytes;
+    if (!service.empty()) {
+      request_bytes.push_back(0x0a);
+      request_bytes.push_back(static_cast<char>(service.size()));
+      request_bytes += service;
+    }
+    grpc::Slice slice(request_bytes);
+    grpc::ByteBuffer request(&slice, 1);
+    grpc::ByteBuffer response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::GenericStub stub(channel_);
+    std::promise<grpc::Status> done;
+    stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                   &response, [&done](grpc::Status status) { done.set_value(status); });
+    const grpc::Status status = done.get_future().get();
+    if (!status.ok()) return -static_cast<int>(status.error_code());
+    std::vector<grpc::Slice> slices;
+    if (!response.Dump(&slices).ok()) return -100;
+    std::string bytes;
+    for (const grpc::Slice& s : slices)
+      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
   }
 
   static RateLimitRequest IpRequest() {
@@ -62,6 +95,7 @@ class GrpcServerTest : public ::testing::Test {
   std::unique_ptr<FailurePolicyStore> store_;
   std::unique_ptr<RateLimitService> service_;
   std::unique_ptr<GrpcServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<envoy::service::ratelimit::v3::RateLimitService::Stub> stub_;
 };
 
@@ -90,6 +124,55 @@ TEST_F(GrpcServerTest, StoreFailureIsUnavailable) {
   faulty_->Fail(absl::UnavailableError("redis down"));
   RateLimitResponse response;
   EXPECT_EQ(Call(IpRequest(), &response).error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+// Verifies grpc.health.v1.Health is served, for the server and for "ratelimit" (the reference's
+// service name), and follows SetServing().
+TEST_F(GrpcServerTest, HealthServiceFollowsSetServing) {
+  EXPECT_EQ(HealthStatus(""), 1);
+  EXPECT_EQ(HealthStatus("ratelimit"), 1);
+  server_->SetServing(false);
+  EXPECT_EQ(HealthStatus(""), 2);
+  EXPECT_EQ(HealthStatus("ratelimit"), 2);
+  server_->SetServing(true);
+  EXPECT_EQ(HealthStatus(""), 1);
+  EXPECT_EQ(HealthStatus("nothing"), -static_cast<int>(grpc::StatusCode::NOT_FOUND));
+}
+
+TEST(GrpcServer, ListensOnAUnixSocketAndAgesConnections) {
+  auto memory = MemoryStore::Create({});
+  ASSERT_TRUE(memory.ok());
+  Metrics metrics;
+  RateLimitService service(**memory, metrics, RateLimitServiceOptions{});
+  const std::string path = "/tmp/sluice-grpc-" + std::to_string(::getpid()) + ".sock";
+  GrpcServer server(GrpcServerOptions{.address = "unix:" + path,
+                                      .max_connection_age = std::chrono::hours(24),
+                                      .max_connection_age_grace = std::chrono::hours(1)},
+                    service);
+  ASSERT_TRUE(server.Start().ok());
+  auto stub = envoy::service::ratelimit::v3::RateLimitService::NewStub(
+      grpc::CreateChannel("unix:" + path, grpc::InsecureChannelCredentials()));
+  RateLimitRequest request;
+  request.set_domain("edge");
+  request.add_descriptors()->add_entries()->set_key("k");
+  RateLimitResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  EXPECT_TRUE(stub->ShouldRateLimit(&context, request, &response).ok());
+  EXPECT_EQ(response.overall_code(), RateLimitResponse::OK);
+  server.Stop();
+  ::unlink(path.c_str());
+}
+
+TEST(GrpcServer, MissingTlsFilesAreRefused) {
+  auto memory = MemoryStore::Create({});
+  ASSERT_TRUE(memory.ok());
+  Metrics metrics;
+  RateLimitService service(**memory, metrics, RateLimitServiceOptions{});
+  GrpcServer server(GrpcServerOptions{.tls_cert_file = "/nonexistent/cert.pem",
+                                      .tls_key_file = "/nonexistent/key.pem"},
+                    service);
+  EXPECT_TRUE(absl::IsInvalidArgument(server.Start()));
 }
 
 }  // namespace
