@@ -1,0 +1,103 @@
+#include "src/server/per_second_store.h"
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace sluice::server {
+namespace {
+
+// The checks of one request split by store, with each one's index in the request.
+struct Split {
+  std::vector<LimitCheck> per_second;
+  std::vector<size_t> per_second_index;
+  std::vector<LimitCheck> other;
+  std::vector<size_t> other_index;
+};
+
+Split SplitChecks(std::span<const LimitCheck> checks) {
+  Split s;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    if (PerSecondStore::IsPerSecond(checks[i].limit)) {
+      s.per_second.push_back(checks[i]);
+      s.per_second_index.push_back(i);
+    } else {
+      s.other.push_back(checks[i]);
+      s.other_index.push_back(i);
+    }
+  }
+  return s;
+}
+
+// As a peek sees `checks`: every cost 0.
+std::vector<LimitCheck> Peeks(std::vector<LimitCheck> checks) {
+  for (LimitCheck& c : checks) c.cost = 0;
+  return checks;
+}
+
+// Joins the two halves' decisions back into request order.
+MultiDecision Join(const Split& s, size_t n, const MultiDecision& first,
+                   const MultiDecision& second, bool allowed) {
+  MultiDecision out{.allowed = allowed, .decisions = std::vector<Decision>(n)};
+  for (size_t j = 0; j < s.per_second_index.size() && j < first.decisions.size(); ++j) {
+    out.decisions[s.per_second_index[j]] = first.decisions[j];
+  }
+  for (size_t j = 0; j < s.other_index.size() && j < second.decisions.size(); ++j) {
+    out.decisions[s.other_index[j]] = second.decisions[j];
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<Decision> PerSecondStore::Check(std::string_view key, const Limit& limit,
+                                               int64_t cost) {
+  return For(limit).Check(key, limit, cost);
+}
+
+void PerSecondStore::CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
+                                DecisionCallback done) {
+  For(limit).CheckAsync(key, limit, cost, std::move(done));
+}
+
+absl::StatusOr<MultiDecision> PerSecondStore::CheckAll(std::span<const LimitCheck> checks) {
+  Split s = SplitChecks(checks);
+  if (s.other.empty()) return per_second_.CheckAll(checks);
+  if (s.per_second.empty()) return main_.CheckAll(checks);
+  absl::StatusOr<MultiDecision> first = per_second_.CheckAll(s.per_second);
+  if (!first.ok()) return first.status();
+  absl::StatusOr<MultiDecision> second = main_.CheckAll(first->allowed ? s.other : Peeks(s.other));
+  if (!second.ok()) return second.status();
+  return Join(s, checks.size(), *first, *second, first->allowed && second->allowed);
+}
+
+void PerSecondStore::CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) {
+  auto s = std::make_shared<Split>(SplitChecks(checks));
+  if (s->other.empty()) {
+    per_second_.CheckAllAsync(checks, std::move(done));
+    return;
+  }
+  if (s->per_second.empty()) {
+    main_.CheckAllAsync(checks, std::move(done));
+    return;
+  }
+  const size_t n = checks.size();
+  per_second_.CheckAllAsync(s->per_second, [this, s, n, done = std::move(done)](
+                                               absl::StatusOr<MultiDecision> first) mutable {
+    if (!first.ok()) {
+      std::move(done)(first.status());
+      return;
+    }
+    if (!first->allowed) s->other = Peeks(std::move(s->other));
+    main_.CheckAllAsync(s->other, [s, n, first = *std::move(first), done = std::move(done)](
+                                      absl::StatusOr<MultiDecision> second) mutable {
+      if (!second.ok()) {
+        std::move(done)(second.status());
+        return;
+      }
+      std::move(done)(Join(*s, n, first, *second, first.allowed && second->allowed));
+    });
+  });
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,52 @@
+// PerSecondStore: a Store that keeps the limits of one second in a store of their own, as the
+// reference's REDIS_PERSECOND does (a busy per-second counter then never shares a server with the
+// long-lived counters).
+//
+// A check of a limit whose period is exactly one second goes to `per_second`, every other to
+// `main`. CheckAll() over limits of both kinds is all-or-nothing within each store but not across
+// them: the per-second limits are decided first, and only when they pass are the others decided;
+// if those then reject the request, the per-second limits keep its hits (as the reference, which
+// counts every hit, does). Without a mix, CheckAll() is one call to one store.
+//
+// Example:
+//   PerSecondStore store(*main_store, *per_second_store);
+//
+// Thread safety: thread-safe; both stores must outlive it. Async calls complete on the thread of
+// the last store answer, inline when both stores answer inline.
+#ifndef SLUICE_SERVER_PER_SECOND_STORE_H_
+#define SLUICE_SERVER_PER_SECOND_STORE_H_
+
+#include <span>
+#include <string_view>
+
+#include "sluice/store.h"
+
+namespace sluice::server {
+
+class PerSecondStore final : public Store {
+ public:
+  PerSecondStore(Store& main, Store& per_second) : main_(main), per_second_(per_second) {}
+
+  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override;
+  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
+                  DecisionCallback done) override;
+  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override;
+  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override;
+  std::string_view Name() const override { return "per-second split"; }
+  bool AnswersInline() const override {
+    return main_.AnswersInline() && per_second_.AnswersInline();
+  }
+
+  // True for the limits that go to the per-second store.
+  static bool IsPerSecond(const Limit& limit) { return limit.period == std::chrono::seconds(1); }
+
+ private:
+  Store& For(const Limit& limit) { return IsPerSecond(limit) ? per_second_ : main_; }
+
+  Store& main_;
+  Store& per_second_;
+};
+
+}  // namespace sluice::server
+
+#endif  // SLUICE_SERVER_PER_SECOND_STORE_H_
