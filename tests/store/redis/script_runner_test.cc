@@ -484,7 +484,9 @@ TEST_F(ScriptRunnerDurabilityTest, FailsUnavailableWhenTooFewReplicasAcknowledge
   const LuaScript script = MakeLuaScript("counting", kCountingScript);
   ScriptRunner durable(
       client_,
-      {.timeout = milliseconds(2000), .min_replicas = 2, .min_replicas_timeout = milliseconds(20)});
+      // Long enough for the one replica's acknowledgement to arrive (20 ms was flaky: "0 of 2"),
+      // while the second one never can.
+      {.timeout = milliseconds(2000), .min_replicas = 2, .min_replicas_timeout = milliseconds(500)});
   absl::StatusOr<RedisReply> reply = RunDurable(durable, script);
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable) << reply.status();
   EXPECT_THAT(reply.status().message(), HasSubstr("1 of 2 replicas"));
