@@ -19,6 +19,7 @@
 #include "sluice/config.h"
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
+#include "sluice/version.h"
 
 #include "src/server/config_watcher.h"
 #include "src/server/grpc_server.h"
@@ -192,8 +193,12 @@ int Main(int argc, char** argv) {
   app.add_option("--expected-instances", flags.expected_instances,
                  "Failure mode local: divide limits by this many instances")
       ->capture_default_str();
-  app.add_option("--log-level", flags.log_level, "trace|debug|info|warn|error")
+  app.add_option("--log-level", flags.log_level, "trace|debug|info|warn|error|critical|off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "critical",
+                             "off"}))
       ->capture_default_str();
+  bool print_version = false;
+  app.add_flag("--version", print_version, "Print the version and how it was built, and exit");
   app.add_flag("--response-headers", flags.response_headers,
                "Add RateLimit-* and Retry-After headers to responses");
   app.add_flag("--shadow-mode", flags.shadow_mode, "Never deny; count what would be denied");
@@ -211,6 +216,12 @@ int Main(int argc, char** argv) {
   app.add_option("--drain-ms", flags.drain_ms, "After SIGTERM, fail health checks this long")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (print_version) {
+    std::cout << "sluiced " << kBuildInfo.version << "\n"
+              << "compiler: " << kBuildInfo.compiler << "\n"
+              << "build type: " << kBuildInfo.build_type << "\n";
+    return 0;
+  }
   if (!flags.validate.empty()) return Validate(flags.validate);
   if (flags.config.empty()) {
     std::cerr << "--config is required\n";

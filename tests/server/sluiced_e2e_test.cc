@@ -13,6 +13,8 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include "sluice/version.h"
+
 #include "tests/testing/child_process.h"
 #include "tests/testing/http_client.h"
 #include "tests/testing/redis_server.h"
@@ -199,6 +201,21 @@ TEST(SluicedE2e, HealthFlipsWithRedis) {
   ASSERT_TRUE((*redis)->Restart().ok());
   EXPECT_TRUE(WaitFor(healthy, 30'000));
   EXPECT_EQ(PostStatus(s.http_port), 200);
+}
+
+TEST(SluicedE2e, VersionPrintsTheProjectVersionAndExits) {
+  auto run = RunToExit({SLUICED_PATH, "--version"}, 30'000);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->first, 0);
+  EXPECT_THAT(run->second, HasSubstr(std::string("sluiced ") + SLUICE_VERSION_STRING));
+}
+
+// An unknown log level used to turn all logging off silently; it is refused at start.
+TEST(SluicedE2e, RefusesAnUnknownLogLevel) {
+  auto run = RunToExit({SLUICED_PATH, "--config", "/nonexistent", "--log-level", "verbose"}, 30'000);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_NE(run->first, 0);
+  EXPECT_THAT(run->second, HasSubstr("log-level"));
 }
 
 }  // namespace
