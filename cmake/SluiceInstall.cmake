@@ -34,6 +34,8 @@ sluice_export(sluice_store_policy policy)
 sluice_export(sluice_store_url store_url)
 sluice_export(sluice_redis_client redis_client)
 sluice_export(sluice_store_redis redis)
+# SLUICE_BUILD_SERVER or SLUICE_BUILD_HTTP: the YAML front end of both config readers.
+sluice_export(sluice_yaml yaml)
 # SLUICE_BUILD_SERVER
 sluice_export(sluice_config config)
 # SLUICE_BUILD_HTTP

@@ -18,6 +18,7 @@
 
 #include "src/http/spec_validation.h"
 #include "src/util/strings.h"
+#include "src/yaml/yaml_document.h"
 
 namespace sluice::http {
 namespace {
@@ -27,12 +28,9 @@ using ::sluice::internal::AbslView;
 
 class Reader {
  public:
-  explicit Reader(std::string source) : source_(std::move(source)) {}
+  explicit Reader(const ::sluice::internal::FileContext& file) : file_(file) {}
 
-  std::string Location(const YAML::Mark& mark) const {
-    if (mark.line < 0) return source_;
-    return absl::StrCat(source_, ":", mark.line + 1, ":", mark.column + 1);
-  }
+  std::string Location(const YAML::Mark& mark) const { return file_.Location(mark); }
   std::string Location(const YAML::Node& node) const { return Location(node.Mark()); }
 
   absl::Status Error(const YAML::Node& node, std::string_view field,
@@ -373,7 +371,7 @@ class Reader {
   }
 
   absl::StatusOr<MiddlewareSpec> Spec(const YAML::Node& root) const {
-    MiddlewareSpec spec{.source = source_};
+    MiddlewareSpec spec{.source = file_.Name()};
     if (root.IsNull()) return Error(root, "", "the file is empty");
     SLUICE_RETURN_IF_ERROR(
         CheckMap(root, "", {"area", "dry_run", "identity", "response", "global", "routes"}));
@@ -401,19 +399,25 @@ class Reader {
   }
 
  private:
-  std::string source_;
+  const ::sluice::internal::FileContext& file_;
 };
 
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const MiddlewareConfig>> ParseMiddlewareConfig(
     std::string_view yaml, std::string_view source_name) {
-  Reader reader{std::string(source_name)};
+  // The same front end as the rate limit config: a document that cannot hang the parser, with
+  // aliases and nesting bounded before the walk below.
+  const ::sluice::internal::FileContext file{std::string(source_name)};
+  const std::string text(yaml);
+  SLUICE_ASSIGN_OR_RETURN(YAML::Node root, ::sluice::internal::LoadFirstDocument(file, text));
+  SLUICE_RETURN_IF_ERROR(::sluice::internal::CheckExpandedSize(file, root, text.size()));
+  Reader reader{file};
   absl::StatusOr<MiddlewareSpec> spec;
   try {
-    spec = reader.Spec(YAML::Load(std::string(yaml)));
+    spec = reader.Spec(root);
   } catch (const YAML::Exception& e) {
-    // Syntax errors (and yaml-cpp's own conversion errors) carry the position too.
+    // yaml-cpp's own conversion errors carry the position too.
     return SpecError(reader.Location(e.mark), "", e.msg);
   }
   if (!spec.ok()) return spec.status();

@@ -276,6 +276,17 @@ TEST(ParseInline, MetadataBecomesTypedJson) {
             R"({"a":[1,2.5,"x",null,true,"0x1F",".inf"],"q\"":"line\nbreak"})");
 }
 
+// Metadata becomes JSON through the tree's one JSON string writer: bytes that are not UTF-8
+// cannot be JSON text, so they are a located error instead of a broken document.
+TEST(ParseInline, MetadataThatIsNotUtf8IsAnError) {
+  const auto config = ParseOne(
+      "domain: d\ndescriptors:\n  - key: k\n    metadata: {a: \"\xff\xfe\"}\n"
+      "    rate_limit: {unit: second, requests_per_unit: 1}\n");
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(std::string(config.status().message()),
+              AllOf(StartsWith("inline.yaml:4:"), HasSubstr("is not valid UTF-8")));
+}
+
 TEST(ParseInline, DeepNestingIsAnErrorNotACrash) {
   const auto config =
       ParseOne("domain: d\ndescriptors: " + std::string(5000, '[') + std::string(5000, ']') + "\n");

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -218,6 +219,24 @@ TEST(MiddlewareConfig, ErrorsNameFileLineAndField) {
   EXPECT_THAT(ErrorOf("routes: [\n"), HasSubstr("rules.yaml:"));
   EXPECT_THAT(ErrorOf("area: a\narea: b\n"), HasSubstr("rules.yaml:2:1: area: repeated field"));
   EXPECT_EQ(ErrorOf(""), "rules.yaml: the file is empty");
+}
+
+// The middleware reads YAML through the same front end as the rate limit config: aliases are
+// bounded once expanded (a few lines must not stand for an exponential tree), an anchor used inside
+// itself is an error rather than a cycle, a second document is refused rather than ignored, and
+// malformed input ends in an error rather than an endless parse.
+TEST(MiddlewareConfig, HostileYamlIsALocatedErrorNotABlowUp) {
+  std::string laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 7; ++i) {
+    laughs += absl::StrCat("a", i, ": &a", i, " [*a", i - 1, ", *a", i - 1, ", *a", i - 1, ", *a",
+                           i - 1, ", *a", i - 1, ", *a", i - 1, ", *a", i - 1, ", *a", i - 1,
+                           ", *a", i - 1, ", *a", i - 1, "]\n");
+  }
+  EXPECT_THAT(ErrorOf(laughs), HasSubstr("YAML nodes once aliases are expanded"));
+  EXPECT_THAT(ErrorOf("routes: &r [*r]\n"), HasSubstr("or an anchor is used inside itself"));
+  EXPECT_THAT(ErrorOf("dry_run: true\n---\ndry_run: false\n"),
+              HasSubstr("rules.yaml:3:1: more than one YAML document"));
+  EXPECT_THAT(ErrorOf(","), HasSubstr("rules.yaml:"));
 }
 
 TEST(MiddlewareConfig, RejectsAmbiguousOrUnreachableRules) {
