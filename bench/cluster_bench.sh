@@ -11,7 +11,8 @@
 #   - the client's own CPU per decision (getrusage in the load tool).
 # The cost per decision on each shard and in the client should not grow with the shard count,
 # and the spread should be even (max/mean <= 1.1). Prints a table and one CSV line per run to
-# $OUT (default bench/results/cluster_bench.csv). Loopback only; bounded in time.
+# $OUT (default $RESULTS_DIR/cluster_bench-<UTC time>.csv, RESULTS_DIR defaulting to bench/results;
+# an existing $OUT is appended to). Loopback only; bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
@@ -19,7 +20,8 @@ SECONDS_PER_RUN=${SECONDS_PER_RUN:-8}
 INFLIGHT=${INFLIGHT:-256}
 ROUNDS=${ROUNDS:-3}
 LOAD="$BUILD_DIR/bench/redis_store_load"
-OUT=${OUT:-bench/results/cluster_bench.csv}
+RESULTS_DIR=${RESULTS_DIR:-bench/results}
+OUT=${OUT:-$RESULTS_DIR/cluster_bench-$(date -u +%Y%m%dT%H%M%SZ).csv}
 [ -x "$LOAD" ] || { echo "build $LOAD first (make build)"; exit 1; }
 mkdir -p "$(dirname "$OUT")"
 

@@ -10,7 +10,10 @@
 #
 #   bench/sluiced_bench.sh [BUILD_DIR]     (a Release build with benchmarks; redis-server)
 #
-# Load generator, sluiced and Redis share the machine's 2 cores.
+# Load generator, sluiced and Redis share the machine's 2 cores. Besides the table on stdout, one
+# CSV row per run goes to $RESULTS_DIR/sluiced_bench-<UTC time>.csv (RESULTS_DIR defaults to
+# bench/results). Environment: SECONDS_PER_RUN (default 8), INFLIGHT (default 64),
+# SLUICED_FLAGS, SLUICE_PEER_BENCH (default ../shared/peer-bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
@@ -27,6 +30,17 @@ WORK=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
+RESULTS_DIR=${RESULTS_DIR:-bench/results}
+mkdir -p "$RESULTS_DIR"
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+CSV="$RESULTS_DIR/sluiced_bench-$STAMP.csv"
+REDIS_VERSION=$(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')
+echo "stamp,redis_version,what,store,protocol,inflight,decisions_per_s,p50_us,p99_us,client_cpu_us_per_decision,sluiced_cpu_us_per_decision,redis_cpu_us_per_decision,loadavg" >"$CSV"
+# csv_row WHAT STORE PROTOCOL INFLIGHT RATE P50 P99 CLIENT SLUICED REDIS (empty: not measured)
+csv_row() {
+  echo "$STAMP,$REDIS_VERSION,$1,$2,$3,$4,$5,$6,$7,$8,$9,${10},$(cut -d' ' -f1 /proc/loadavg)" >>"$CSV"
+}
+json() { python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get(sys.argv[2], ""))' "$1" "$2"; }
 
 RPORT=$(free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" \
@@ -56,14 +70,19 @@ cpu_per_decision() {
 }
 # run_load STORE MODE PORT: one load run against the running sluiced, with the CPU split.
 run_load() {
-  local s0 r0 out r n
+  local s0 r0 out r n sluiced_us redis_us
   s0=$(ticks "$SLUICED_PID"); r0=$(ticks "$REDIS_PID")
   out=$("$LOAD" --target "127.0.0.1:$3" --mode "$2" --inflight "$INFLIGHT" --seconds "$SECS" \
     --domain bench --key user)
   r=$(echo "$out" | rate); n=$(python3 -c "print(int($r * $SECS))")
   LAST_RATE=$r
-  echo "sluiced     $1 $2: $out sluiced_cpu_us=$(cpu_per_decision "$SLUICED_PID" "$s0" "$n")" \
-    "redis_cpu_us=$(cpu_per_decision "$REDIS_PID" "$r0" "$n")"
+  sluiced_us=$(cpu_per_decision "$SLUICED_PID" "$s0" "$n")
+  redis_us=$(cpu_per_decision "$REDIS_PID" "$r0" "$n")
+  echo "sluiced     $1 $2: $out sluiced_cpu_us=$sluiced_us redis_cpu_us=$redis_us"
+  # The memory store's runs leave Redis idle: its figure is left out of the CSV.
+  [ "$1" = memory ] && redis_us=
+  csv_row sluiced "$1" "$2" "$INFLIGHT" "$r" "$(json "$out" p50_us)" "$(json "$out" p99_us)" \
+    "$(json "$out" client_cpu_us_per_decision)" "$sluiced_us" "$redis_us"
 }
 
 echo "# $(nproc) cores; redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'); $SECS s per run; $INFLIGHT in flight"
@@ -71,16 +90,22 @@ redis-cli -p "$RPORT" FLUSHALL >/dev/null
 r0=$(ticks "$REDIS_PID")
 # The store's own script as the store calls it (FCALL; its argument is binary, which
 # redis-benchmark cannot send), pipelined as redis-benchmark -c 50 -P 16 would.
-CEIL=$("$(dirname "$STORE_LOAD")/script_load" --port "$RPORT" --call fcall --algorithm fixed_window \
-  --requests 1000000 --connections 50 --pipeline 16 | sed 's/.*"calls_per_s":\([0-9]*\).*/\1/')
-echo "ceiling     script_load FCALL fixed_window -c 50 -P 16: $CEIL decisions/s" \
-  "redis_cpu_us=$(cpu_per_decision "$REDIS_PID" "$r0" 1000000)"
+CEIL_OUT=$("$(dirname "$STORE_LOAD")/script_load" --port "$RPORT" --call fcall --algorithm fixed_window \
+  --requests 1000000 --connections 50 --pipeline 16)
+CEIL=$(echo "$CEIL_OUT" | sed 's/.*"calls_per_s":\([0-9]*\).*/\1/')
+redis_us=$(cpu_per_decision "$REDIS_PID" "$r0" 1000000)
+echo "ceiling     script_load FCALL fixed_window -c 50 -P 16: $CEIL decisions/s redis_cpu_us=$redis_us"
+csv_row ceiling redis script_load 800 "$CEIL" "" "" "$(json "$CEIL_OUT" client_cpu_us_per_call)" "" \
+  "$redis_us"
 
 redis-cli -p "$RPORT" FLUSHALL >/dev/null
 r0=$(ticks "$REDIS_PID")
 LIB=$("$STORE_LOAD" --url "redis://127.0.0.1:$RPORT" --algorithm fixed_window --inflight 256 --seconds "$SECS")
 n=$(python3 -c "print(int($(echo "$LIB" | rate) * $SECS))")
-echo "library     RedisStore direct, 256 in flight: $LIB redis_cpu_us=$(cpu_per_decision "$REDIS_PID" "$r0" "$n")"
+redis_us=$(cpu_per_decision "$REDIS_PID" "$r0" "$n")
+echo "library     RedisStore direct, 256 in flight: $LIB redis_cpu_us=$redis_us"
+csv_row library redis in-process 256 "$(json "$LIB" decisions_per_s)" "$(json "$LIB" p50_us)" \
+  "$(json "$LIB" p99_us)" "$(json "$LIB" client_cpu_us_per_decision)" "" "$redis_us"
 
 start_sluiced memory
 run_load memory grpc "$GRPC_PORT"
@@ -104,8 +129,14 @@ if command -v node >/dev/null && command -v npm >/dev/null && [ -d "$PEER_DIR" ]
     out=$(cd "$PEER" && REDIS_PORT=$RPORT REDIS_PID=$REDIS_PID node bench.js rlflx-redis 50 "$SECS")
     r=$(echo "$out" | sed 's/.*"decisions_per_s":\([0-9.]*\).*/\1/; s/.*"decisionsPerSec":\([0-9.]*\).*/\1/')
     echo "peer        rate-limiter-flexible RateLimiterRedis, 50 in flight: $out"
+    # bench.js gives node's and redis-server's CPU as percentages of the measured run's wall
+    # time (after its 1 s warm-up): as us per decision here.
+    csv_row peer redis in-process 50 "$r" "$(json "$out" p50_us)" "$(json "$out" p99_us)" \
+      "$(python3 -c "print(f'{$(json "$out" node_cpu_pct) * 1e4 / max(1, $r):.1f}')")" "" \
+      "$(python3 -c "print(f'{$(json "$out" redis_cpu_pct) * 1e4 / max(1, $r):.1f}')")"
     python3 -c "print(f'sluiced-redis-grpc / rlflx = {$GRPC_RATE/$r:.2f}')" 2>/dev/null || true
     python3 -c "print(f'sluiced-redis-http / rlflx = {$HTTP_RATE/$r:.2f}')" 2>/dev/null || true
   fi
   rm -rf "$PEER"
 fi
+echo "# results: $CSV"
