@@ -8,7 +8,7 @@ LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 FUZZ_SECONDS ?= 60
 DEB_BUILD_DIR ?= build-deb
 
-.PHONY: all deps configure build run test deb sanitize asan tsan fuzz bench format tidy clean
+.PHONY: all deps configure build run test deb sanitize asan tsan fuzz bench plots plot-data format tidy clean
 
 all: build
 
@@ -55,6 +55,20 @@ tsan:
 # (docs/fuzzing.md). Needs clang-14 and libclang-rt-14-dev, which `make test` does not.
 fuzz: deps
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) bash scripts/fuzz.sh
+
+# The figures of docs/PERFORMANCE.md: SVGs in docs/img/ from the newest CSVs in bench/results/
+# (bench/plot.sh; gnuplot, Debian package gnuplot-nox). `make plot-data` first measures new CSVs
+# with short runs (about 8 minutes on 2 cores; Release build, redis-server, node and npm for the
+# peer). Neither is part of `make test`.
+plots:
+	@bash bench/plot.sh
+
+plot-data: configure
+	@cmake --build $(BUILD_DIR) -j$(JOBS) --target sluiced rls_load redis_store_load script_load -- --no-print-directory
+	@ROUNDS=3 SECONDS_PER_RUN=3 bash bench/inflight_sweep.sh $(BUILD_DIR)
+	@SECONDS_PER_RUN=4 bash bench/sluiced_bench.sh $(BUILD_DIR)
+	@ROUNDS=3 REQUESTS=100000 bash bench/script_cost.sh $(BUILD_DIR)
+	@bash bench/plot.sh
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
