@@ -25,8 +25,10 @@
 # Results: $RESULTS_DIR/inflight_sweep-<UTC time>.csv, one row per run, and a table of the
 # medians over the rounds on stdout.
 # Environment: INFLIGHTS (default "1 4 16 64 256"), ROUNDS (default 3), SECONDS_PER_RUN
-# (default 4; the ceilings send CEILING_RATE_GUESS x SECONDS_PER_RUN calls, default 25000/s, so
-# their runs take at most about as long), RESULTS_DIR (default bench/results), SLUICE_PEER_BENCH (default
+# (default 4; the ceiling tools take a number of calls, not a time: each sends as many calls as
+# the library decided per second at the same N, times SECONDS_PER_RUN, so its run takes about
+# as long unless the machine changes; a run that exceeds 10 x SECONDS_PER_RUN + 30 s is
+# stopped and left out), RESULTS_DIR (default bench/results), SLUICE_PEER_BENCH (default
 # ../shared/peer-bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +36,6 @@ BUILD_DIR=${1:-build}
 INFLIGHTS=${INFLIGHTS:-1 4 16 64 256}
 ROUNDS=${ROUNDS:-3}
 SECS=${SECONDS_PER_RUN:-4}
-CEILING_RATE_GUESS=${CEILING_RATE_GUESS:-25000}
 RESULTS_DIR=${RESULTS_DIR:-bench/results}
 PEER_DIR=${SLUICE_PEER_BENCH:-../shared/peer-bench}
 STORE_LOAD="$BUILD_DIR/bench/redis_store_load"
@@ -100,29 +101,38 @@ for round in $(seq "$ROUNDS"); do
 
     # the ceilings: N calls outstanding, C connections x P pipelined
     c=$((n < 16 ? n : 16)); p=$(((n + c - 1) / c))
-    requests=$((CEILING_RATE_GUESS * SECS))
+    requests=$(python3 -c "print(max(1000, int($rate * $SECS)))")
     redis-cli -p "$PORT" FLUSHALL >/dev/null
     r0=$(ticks "$REDIS_PID")
     # --csv: "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",
     # "p99_latency_ms","max_latency_ms"
-    out=$(timeout $((SECS * 10 + 30)) redis-benchmark -p "$PORT" -c "$c" -P "$p" -n "$requests" \
-      -r 10000 --csv EVALSHA "$SHA_FW" 1 'rl:fw:__rand_int__' 10000000 60000 | tail -1)
-    IFS=, read -r _ rate _ _ p50 _ p99 _ <<<"$(echo "$out" | tr -d '"')"
-    row "$round" ceiling "$n" "$rate" "$(python3 -c "print(round($p50 * 1000))")" \
-      "$(python3 -c "print(round($p99 * 1000))")" "" "$r0" "$requests"
+    if out=$(timeout $((SECS * 10 + 30)) redis-benchmark -p "$PORT" -c "$c" -P "$p" -n "$requests" \
+      -r 10000 --csv EVALSHA "$SHA_FW" 1 'rl:fw:__rand_int__' 10000000 60000); then
+      IFS=, read -r _ rate _ _ p50 _ p99 _ <<<"$(echo "$out" | tail -1 | tr -d '"')"
+      row "$round" ceiling "$n" "$rate" "$(python3 -c "print(round($p50 * 1000))")" \
+        "$(python3 -c "print(round($p99 * 1000))")" "" "$r0" "$requests"
+    else
+      echo "# round $round, $n in flight: redis-benchmark failed or timed out, left out"
+    fi
 
     redis-cli -p "$PORT" FLUSHALL >/dev/null
     r0=$(ticks "$REDIS_PID")
-    out=$(timeout $((SECS * 10 + 30)) "$SCRIPT_LOAD" --port "$PORT" --call fcall \
-      --algorithm fixed_window --requests "$requests" --connections "$c" --pipeline "$p")
-    row "$round" ceiling_sluice_script "$n" "$(json "$out" calls_per_s)" "" "" \
-      "$(json "$out" client_cpu_us_per_call)" "$r0" "$(json "$out" requests)"
+    if out=$(timeout $((SECS * 10 + 30)) "$SCRIPT_LOAD" --port "$PORT" --call fcall \
+      --algorithm fixed_window --requests "$requests" --connections "$c" --pipeline "$p"); then
+      row "$round" ceiling_sluice_script "$n" "$(json "$out" calls_per_s)" "" "" \
+        "$(json "$out" client_cpu_us_per_call)" "$r0" "$(json "$out" requests)"
+    else
+      echo "# round $round, $n in flight: script_load failed or timed out, left out"
+    fi
 
     # peer
     if [ -n "$PEER" ]; then
       redis-cli -p "$PORT" FLUSHALL >/dev/null
-      out=$(cd "$PEER" && REDIS_PORT=$PORT REDIS_PID=$REDIS_PID timeout $((SECS + 60)) \
-        node bench.js rlflx-redis "$n" "$SECS")
+      if ! out=$(cd "$PEER" && REDIS_PORT=$PORT REDIS_PID=$REDIS_PID timeout $((SECS + 60)) \
+        node bench.js rlflx-redis "$n" "$SECS"); then
+        echo "# round $round, $n in flight: the peer failed or timed out, left out"
+        continue
+      fi
       rate=$(json "$out" decisions_per_s)
       # bench.js gives node's and redis-server's CPU as percentages of its measured run's wall
       # time (after a 1 s warm-up): converted to us per decision.
@@ -152,9 +162,10 @@ print(f"{'in flight':>9} " + ' '.join(f'{names[s]:>16}' for s in series) +
       f" {'library/ceiling':>16}" + (f" {'library/peer':>13}" if 'peer' in series else ''))
 for n in points:
     line = f"{n:>9} " + ' '.join(f"{med.get((s, n), float('nan')):>16.0f}" for s in series)
-    line += f" {med['library', n] / med['ceiling', n]:>16.2f}"
+    nan = float('nan')
+    line += f" {med.get(('library', n), nan) / med.get(('ceiling', n), nan):>16.2f}"
     if 'peer' in series:
-        line += f" {med['library', n] / med['peer', n]:>13.2f}"
+        line += f" {med.get(('library', n), nan) / med.get(('peer', n), nan):>13.2f}"
     print(line)
 EOF
 echo "# results: $CSV"
