@@ -13,9 +13,13 @@ RateLimitService::RateLimitService(Store& store, Metrics& metrics, RateLimitServ
     : metrics_(metrics),
       options_(options),
       clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
-      over_limit_cache_(options.over_limit_cache_entries > 0
-                            ? std::make_unique<OverLimitCache>(options.over_limit_cache_entries)
-                            : nullptr),
+      over_limit_cache_(
+          options.over_limit_cache_entries > 0
+              ? std::make_unique<OverLimitCache>(options.over_limit_cache_entries,
+                                                 options.over_limit_cache_bytes > 0
+                                                     ? options.over_limit_cache_bytes
+                                                     : OverLimitCache::kDefaultMaxBytes)
+              : nullptr),
       executor_(store, over_limit_cache_.get(), clock_) {}
 
 void RateLimitService::SetConfig(std::shared_ptr<const RateLimitConfig> config) {
@@ -33,7 +37,8 @@ void RateLimitService::Decide(const RlsRequest& request, DecideCallback done) {
   std::shared_ptr<const RateLimitConfig> config = this->config();
   absl::StatusOr<Plan> plan =
       MakePlan(request, config.get(),
-               PlanOptions{.max_descriptors = options_.max_descriptors,
+               PlanOptions{.global_quota_mode = options_.global_quota_mode,
+                           .max_descriptors = options_.max_descriptors,
                            .max_entries_per_descriptor = options_.max_entries_per_descriptor,
                            .max_value_bytes = options_.max_value_bytes});
   if (!plan.ok()) {

@@ -96,6 +96,7 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
     const int64_t hits = HitsFor(request, d);
     if (d.limit.has_value()) {
       plan.limits.push_back(OverrideLimit(request, i, hits));
+      plan.limits.back().quota = options.global_quota_mode;
       continue;
     }
     std::optional<RuleMatch> match = config->Match(request.domain, d.entries);
@@ -116,7 +117,7 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
                            .limit = rl.limit,
                            .hits = hits,
                            .shadow = rule.shadow_mode,
-                           .quota = rule.quota_mode};
+                           .quota = rule.quota_mode || options.global_quota_mode};
       if (planned.limit.has_value()) {
         planned.key = StoreKey(request.domain, match->counter_entries, *planned.limit);
       }

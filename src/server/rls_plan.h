@@ -74,6 +74,8 @@ struct Plan {
 };
 
 struct PlanOptions {
+  // Every limit is in quota mode (the reference's QUOTA_MODE). Default: off.
+  bool global_quota_mode = false;
   // Request bounds; larger requests are InvalidArgument.
   size_t max_descriptors = 64;
   size_t max_entries_per_descriptor = 32;
