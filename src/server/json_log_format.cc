@@ -1,6 +1,7 @@
 #include "src/server/json_log_format.h"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <ctime>
 #include <string_view>
@@ -33,8 +34,53 @@ void Append(spdlog::memory_buf_t& dest, std::string_view s) {
   dest.append(s.data(), s.data() + s.size());
 }
 
+// The length of the well-formed UTF-8 sequence at the start of `s` (RFC 3629: no overlong forms,
+// no surrogates, nothing above U+10FFFF), or 0 when it is not one.
+size_t Utf8SequenceLength(std::string_view s) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char lead = byte(0);
+  size_t n = 0;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    n = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    n = 3;
+    if (lead == 0xE0) lo = 0xA0;
+    if (lead == 0xED) hi = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    n = 4;
+    if (lead == 0xF0) lo = 0x90;
+    if (lead == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s.size() < n || byte(1) < lo || byte(1) > hi) return 0;
+  for (size_t i = 2; i < n; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
+  }
+  return n;
+}
+
+// Appends `s` as the inside of a JSON string. Log messages may carry request bytes (descriptor
+// values) that are not UTF-8; each byte of an invalid sequence becomes U+FFFD, so that every line
+// stays a valid JSON text (RFC 8259 requires UTF-8) for strict parsers and log shippers.
 void AppendEscaped(spdlog::memory_buf_t& dest, std::string_view s) {
-  for (char c : s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x80) {
+      const size_t n = Utf8SequenceLength(s.substr(i));
+      if (n == 0) {
+        Append(dest, "\\ufffd");
+        ++i;
+      } else {
+        Append(dest, s.substr(i, n));
+        i += n;
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         Append(dest, "\\\"");
@@ -52,14 +98,15 @@ void AppendEscaped(spdlog::memory_buf_t& dest, std::string_view s) {
         Append(dest, "\\t");
         break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
+        if (u < 0x20) {
           char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
+          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(u));
           Append(dest, buf);
         } else {
           dest.push_back(c);
         }
     }
+    ++i;
   }
 }
 
@@ -73,12 +120,17 @@ void JsonLogFormatter::format(const spdlog::details::log_msg& msg, spdlog::memor
   std::tm utc{};
   gmtime_r(&t, &utc);
   char stamp[64];
-  std::snprintf(stamp, sizeof(stamp), "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                static_cast<long long>(nanos.count()));
+  int len = std::snprintf(stamp, sizeof(stamp), "%04d-%02d-%02dT%02d:%02d:%02d.%09lld",
+                          utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min,
+                          utc.tm_sec, static_cast<long long>(nanos.count()));
+  // Go's RFC3339Nano, which the reference's logger uses: trailing zeros of the fraction are
+  // dropped, and the '.' with them when nothing is left.
+  while (len > 0 && stamp[len - 1] == '0') --len;
+  if (len > 0 && stamp[len - 1] == '.') --len;
+  stamp[len] = '\0';
   Append(dest, "{\"@timestamp\":\"");
   Append(dest, stamp);
-  Append(dest, "\",\"level\":\"");
+  Append(dest, "Z\",\"level\":\"");
   Append(dest, LogrusLevel(msg.level));
   Append(dest, "\",\"@message\":\"");
   AppendEscaped(dest, std::string_view(msg.payload.data(), msg.payload.size()));

@@ -1,8 +1,8 @@
 // JsonLogFormatter: spdlog lines as the reference writes them with LOG_FORMAT=json (logrus's JSON
-// formatter with @timestamp and @message), one object a line:
+// formatter with @timestamp and @message, time in Go's RFC3339Nano), one object a line:
 //   {"@timestamp":"2026-12-03T10:00:00.123456789Z","level":"warning","@message":"..."}
 // Levels carry logrus's names (trace, debug, info, warning, error, fatal); the message is escaped
-// as JSON, so any text stays one valid object.
+// as JSON, and bytes that are not UTF-8 become U+FFFD, so any text stays one valid object.
 //
 // Example:
 //   spdlog::set_formatter(std::make_unique<JsonLogFormatter>());

@@ -88,6 +88,7 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
   Plan plan{.domain = std::string(request.domain)};
   plan.unlimited.assign(request.descriptors.size(), false);
   plan.domain_known = config != nullptr && config->HasDomain(request.domain);
+  plan.global_quota = options.global_quota_mode;
   // The reference looks the domain up before anything else: an unknown one matches nothing.
   if (!plan.domain_known) return plan;
   absl::flat_hash_set<std::string_view> replaced;
@@ -140,6 +141,9 @@ bool IsOver(const PlannedLimit& limit, const Decision& decision) {
 bool AllQuotaDescriptorsOver(const Plan& plan, const std::vector<LimitResult>& results) {
   // Per descriptor: 0 = no quota-mode limit, 1 = all admitted so far, 2 = one over.
   std::vector<uint8_t> state(plan.descriptor_count(), 0);
+  if (plan.global_quota) {
+    for (size_t d = 0; d < state.size(); ++d) state[d] = plan.unlimited[d] ? 0 : 1;
+  }
   for (size_t i = 0; i < plan.limits.size(); ++i) {
     const PlannedLimit& l = plan.limits[i];
     if (!l.quota || l.shadow) continue;
