@@ -184,8 +184,10 @@ void ApplyRedisEnvironment(EnvReader& r) {
                           "jittered backoff (50 ms doubling up to 1 s)"));
     }
   }
-  if (auto elapsed = r.Duration("REDIS_STARTUP_MAX_ELAPSED_TIME", "0")) {
-    s.redis_startup_max_elapsed = *elapsed;
+  if (!r.FlagGiven("--redis-startup-max-elapsed-ms")) {
+    if (auto elapsed = r.Duration("REDIS_STARTUP_MAX_ELAPSED_TIME", "0")) {
+      s.redis_startup_max_elapsed = *elapsed;
+    }
   }
   // With --config, the Redis variables apply only when a deployment sets them.
   const bool redis_set = r.Get("BACKEND_TYPE").has_value() || r.Get("REDIS_URL").has_value() ||
