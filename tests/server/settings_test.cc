@@ -1,7 +1,9 @@
 // ServerSettings from envoyproxy/ratelimit's environment variables (src/server/settings.h).
 #include "src/server/settings.h"
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -297,6 +299,17 @@ TEST(Settings, ReferenceVariableNamesAreAllKnown) {
   ServerSettings settings;
   settings.config = "/c";
   EXPECT_TRUE(Apply(empty, {"--config"}, settings).ok());
+}
+
+// Verifies docs/compatibility.md's migration table has a row for every variable of the reference.
+TEST(Settings, EveryReferenceVariableHasAMigrationRow) {
+  std::ifstream in(std::string(SLUICE_SOURCE_DIR) + "/docs/compatibility.md");
+  ASSERT_TRUE(in.good());
+  std::stringstream doc;
+  doc << in.rdbuf();
+  for (std::string_view name : ReferenceVariableNames()) {
+    EXPECT_THAT(doc.str(), HasSubstr("\n| `" + std::string(name) + "` |")) << name;
+  }
 }
 
 TEST(GoValues, DurationsBoolsAndMaps) {
