@@ -249,6 +249,70 @@ TEST(SluicedReferenceEnvironment, StartsFromTheReferencesVariablesAlone) {
   EXPECT_TRUE(saw_serving) << text;
 }
 
+// Verifies more of the reference's variables reach what they configure: a Prometheus listener at
+// its path instead of statsd, the per-second Redis (REDIS_PERSECOND) holding the one-second limits
+// and the main Redis the others, both under CACHE_KEY_PREFIX, and response headers by their names.
+TEST(SluicedReferenceEnvironment, PrometheusPerSecondRedisKeyPrefixAndHeaders) {
+  auto main_redis = RedisServer::Start();
+  ASSERT_TRUE(main_redis.ok()) << main_redis.status();
+  auto per_second_redis = RedisServer::Start();
+  ASSERT_TRUE(per_second_redis.ok()) << per_second_redis.status();
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "config");
+  std::ofstream(dir.path() / "config" / "e2e.yaml")
+      << "domain: e2e\ndescriptors:\n"
+         "  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 2}\n"
+         "  - key: burst\n    rate_limit: {unit: second, requests_per_unit: 5}\n";
+  const int http_port = *FreeLoopbackPort();
+  const int prometheus_port = *FreeLoopbackPort();
+  const std::vector<std::string> env = {
+      "RUNTIME_ROOT=" + dir.path().string(),
+      "HOST=127.0.0.1",
+      "PORT=" + std::to_string(http_port),
+      "GRPC_HOST=127.0.0.1",
+      "GRPC_PORT=" + std::to_string(*FreeLoopbackPort()),
+      "DEBUG_HOST=127.0.0.1",
+      "DEBUG_PORT=" + std::to_string(*FreeLoopbackPort()),
+      "USE_STATSD=false",
+      "USE_PROMETHEUS=true",
+      "PROMETHEUS_ADDR=127.0.0.1:" + std::to_string(prometheus_port),
+      "PROMETHEUS_PATH=/stats",
+      "REDIS_SOCKET_TYPE=tcp",
+      "REDIS_URL=127.0.0.1:" + std::to_string((*main_redis)->port()),
+      "REDIS_PERSECOND=true",
+      "REDIS_PERSECOND_SOCKET_TYPE=tcp",
+      "REDIS_PERSECOND_URL=127.0.0.1:" + std::to_string((*per_second_redis)->port()),
+      "CACHE_KEY_PREFIX=migrated_",
+      "LIMIT_RESPONSE_HEADERS_ENABLED=true",
+      "LIMIT_REMAINING_HEADER=X-Left",
+  };
+  const std::filesystem::path log = dir.path() / "log";
+  auto process = ChildProcess::Start({SLUICED_PATH}, log.string(), env);
+  ASSERT_TRUE(process.ok()) << process.status();
+  ASSERT_TRUE(WaitFor([&] { return HealthcheckStatus(http_port) == 200; }, 30'000))
+      << ReadFile(log);
+
+  absl::StatusOr<HttpResult> burst =
+      HttpPost(http_port, "/json",
+               R"({"domain":"e2e","descriptors":[{"entries":[{"key":"burst","value":"b"}]}]})");
+  ASSERT_TRUE(burst.ok()) << burst.status();
+  EXPECT_EQ(burst->status, 200) << burst->body;
+  EXPECT_THAT(burst->body, HasSubstr("X-Left"));
+  EXPECT_THAT(*(*per_second_redis)->Command({"KEYS", "migrated_*"}), HasSubstr("migrated_"));
+  EXPECT_EQ(*(*main_redis)->Command({"KEYS", "*"}), "");
+
+  EXPECT_EQ(PostStatus(http_port), 200);  // The hourly limit: the main Redis.
+  EXPECT_THAT(*(*main_redis)->Command({"KEYS", "migrated_*"}), HasSubstr("migrated_"));
+
+  absl::StatusOr<HttpResult> metrics = HttpGet(prometheus_port, "/stats");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_THAT(metrics->body, HasSubstr("ratelimit_service_rate_limit_total_hits_total"));
+  absl::StatusOr<HttpResult> elsewhere = HttpGet(prometheus_port, "/metrics");
+  ASSERT_TRUE(elsewhere.ok());
+  EXPECT_EQ(elsewhere->status, 404);
+}
+
 // Verifies a variable whose behaviour sluiced cannot give is refused by name at start, with exit
 // status 2, instead of being ignored; every refusal is named at once.
 TEST(SluicedReferenceEnvironment, RefusesUnsupportedVariablesByName) {
