@@ -54,6 +54,7 @@ class Health {
   Health(const RateLimitService& service, std::vector<Store*> stores, HealthOptions options = {});
   Health(const Health&) = delete;
   Health& operator=(const Health&) = delete;
+  ~Health() = default;
 
   // Unhealthy for good (SIGTERM); tells the listener at once.
   void MarkTerminating();

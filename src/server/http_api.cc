@@ -86,7 +86,7 @@ void HttpApi::HandleJson(const HttpRequest& request, HttpServer::Respond respond
 }
 
 void HttpApi::HandleHealth(HttpServer::Respond respond) {
-  health_.Check([respond = std::move(respond)](HealthResult r) mutable {
+  health_.Check([respond = std::move(respond)](const HealthResult& r) mutable {
     if (!r.healthy) {
       std::move(respond)(ErrorResponse(kUnhealthy, r.reason, r.message));
       return;

@@ -1,5 +1,7 @@
 #include "src/server/json_log_format.h"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -99,9 +101,9 @@ void AppendEscaped(spdlog::memory_buf_t& dest, std::string_view s) {
         break;
       default:
         if (u < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(u));
-          Append(dest, buf);
+          std::array<char, 8> buf{};
+          const int n = std::snprintf(buf.data(), buf.size(), "\\u%04x", static_cast<unsigned>(u));
+          Append(dest, std::string_view(buf.data(), static_cast<size_t>(n)));
         } else {
           dest.push_back(c);
         }
@@ -119,20 +121,20 @@ void JsonLogFormatter::format(const spdlog::details::log_msg& msg, spdlog::memor
   const std::time_t t = secs.count();
   std::tm utc{};
   gmtime_r(&t, &utc);
-  char stamp[64];
-  int len = std::snprintf(stamp, sizeof(stamp), "%04d-%02d-%02dT%02d:%02d:%02d.%09lld",
+  std::array<char, 64> stamp{};
+  int len = std::snprintf(stamp.data(), stamp.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%09lld",
                           utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min,
                           utc.tm_sec, static_cast<long long>(nanos.count()));
+  len = std::clamp(len, 0, static_cast<int>(stamp.size()) - 1);  // Never fails; never trusted.
   // Go's RFC3339Nano, which the reference's logger uses: trailing zeros of the fraction are
   // dropped, and the '.' with them when nothing is left.
   while (len > 0 && stamp[len - 1] == '0') --len;
   if (len > 0 && stamp[len - 1] == '.') --len;
-  stamp[len] = '\0';
-  Append(dest, "{\"@timestamp\":\"");
-  Append(dest, stamp);
-  Append(dest, "Z\",\"level\":\"");
+  Append(dest, R"({"@timestamp":")");
+  Append(dest, std::string_view(stamp.data(), static_cast<size_t>(len)));
+  Append(dest, R"(Z","level":")");
   Append(dest, LogrusLevel(msg.level));
-  Append(dest, "\",\"@message\":\"");
+  Append(dest, R"(","@message":")");
   AppendEscaped(dest, std::string_view(msg.payload.data(), msg.payload.size()));
   Append(dest, "\"}\n");
 }

@@ -28,9 +28,9 @@ std::unique_ptr<OverLimitCache> MakeOverLimitCache(const RateLimitServiceOptions
 
 RateLimitService::RateLimitService(Store& store, Metrics& metrics, RateLimitServiceOptions options)
     : metrics_(metrics),
-      options_(options),
-      clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
-      over_limit_cache_(MakeOverLimitCache(options)),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
+      over_limit_cache_(MakeOverLimitCache(options_)),
       executor_(store, over_limit_cache_.get(), clock_) {}
 
 void RateLimitService::SetConfig(std::shared_ptr<const RateLimitConfig> config) {

@@ -80,6 +80,7 @@ class RateLimitService {
   RateLimitService(Store& store, Metrics& metrics, RateLimitServiceOptions options);
   RateLimitService(const RateLimitService&) = delete;
   RateLimitService& operator=(const RateLimitService&) = delete;
+  ~RateLimitService() = default;
 
   void SetConfig(std::shared_ptr<const RateLimitConfig> config);
   std::shared_ptr<const RateLimitConfig> config() const;

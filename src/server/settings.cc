@@ -86,7 +86,6 @@ void EnvReader::NoteUnused(const std::vector<std::string_view>& names, std::stri
 namespace {
 
 using internal::EnvReader;
-using ::sluice::internal::AbslView;
 using ::sluice::internal::StdView;
 
 // Splits "host:port" (the host may be empty or bracketed) at its last ':'.
