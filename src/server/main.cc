@@ -117,7 +117,6 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
                "Every descriptor in quota mode: over only when all are (QUOTA_MODE)");
   app.add_option("--near-limit-ratio", s.near_limit_ratio,
                  "Hits above this share of a limit count as near_limit (NEAR_LIMIT_RATIO)")
-      ->check(CLI::Range(0.0f, 1.0f))
       ->capture_default_str();
   app.add_option("--local-cache-entries", s.local_cache_entries, "Over-limit cache size (0 = off)")
       ->capture_default_str();
@@ -140,6 +139,9 @@ absl::Status ApplyExtraFlags(const CLI::App& app, const ExtraFlags& x, ServerSet
   s.grpc_max_connection_age = std::chrono::milliseconds(x.grpc_max_connection_age_ms);
   s.grpc_max_connection_age_grace = std::chrono::milliseconds(x.grpc_max_connection_age_grace_ms);
   s.redis_startup_max_elapsed = std::chrono::milliseconds(x.redis_startup_max_elapsed_ms);
+  if (app.count("--near-limit-ratio") > 0 && !(s.near_limit_ratio > 0 && s.near_limit_ratio <= 1)) {
+    return absl::InvalidArgumentError("--near-limit-ratio: must be in (0, 1]");
+  }
   if (app.count("--statsd-flush-ms") > 0) {
     s.statsd.flush_interval = std::chrono::milliseconds(x.statsd_flush_ms);
   }
