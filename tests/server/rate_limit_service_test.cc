@@ -63,6 +63,10 @@ descriptors:
   - key: quota_zero
     quota_mode: true
     rate_limit: {unit: minute, requests_per_unit: 0}
+  - key: quota_shadow
+    quota_mode: true
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 0}
   - key: five_minutes
     rate_limit: {unit: minute, unit_multiplier: 5, requests_per_unit: 2}
 )yaml";
@@ -230,6 +234,21 @@ TEST_F(RateLimitServiceTest, QuotaModeIsOverOnlyWhenEveryQuotaDescriptorIsOver) 
     EXPECT_EQ(r->statuses(0).code(), expected_a[i]) << i;
     EXPECT_EQ(r->statuses(1).code(), expected_b[i]) << i;
   }
+}
+
+// Verifies a quota-mode descriptor whose rule is also in shadow mode counts as one that passed, as
+// the reference reports it OK: beside it, another quota-mode descriptor over its limit does not
+// make the request over.
+TEST_F(RateLimitServiceTest, ShadowQuotaDescriptorCountsAsPassed) {
+  constexpr const char* kZeroAndShadow = R"pb(
+    domain: "edge"
+    descriptors { entries { key: "quota_zero" value: "s" } }
+    descriptors { entries { key: "quota_shadow" value: "s" } })pb";
+  absl::StatusOr<RateLimitResponse> r = Call(kZeroAndShadow);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(1).code(), RateLimitResponse::OK);
 }
 
 // Verifies a normal limit still rejects on its own beside an admitting quota-mode descriptor, and
