@@ -20,9 +20,6 @@ HttpResponse ErrorResponse(int status, std::string_view code, std::string_view m
   return HttpResponse{.status = status, .body = boost::json::serialize(body)};
 }
 
-// The limit /healthcheck peeks at; any valid limit serves, since a peek records nothing.
-constexpr Limit kHealthCheckLimit{.limit = 1, .period = std::chrono::seconds(1)};
-
 // An unhealthy /healthcheck, as the reference answers it (its health checker writes 500), so that
 // load balancer checks configured for the reference keep working.
 constexpr int kUnhealthy = 500;
@@ -54,7 +51,7 @@ void HttpApi::Handle(const HttpRequest& request, HttpServer::Respond respond) {
     HandleJson(request, std::move(respond));
   } else if (path == "/healthcheck") {
     HandleHealth(std::move(respond));
-  } else if (path == "/metrics") {
+  } else if (!options_.metrics_path.empty() && path == options_.metrics_path) {
     std::move(respond)(HttpResponse{
         .status = 200, .content_type = "text/plain; version=0.0.4", .body = metrics_.Render()});
   } else if (path == "/rlconfig") {
@@ -89,26 +86,13 @@ void HttpApi::HandleJson(const HttpRequest& request, HttpServer::Respond respond
 }
 
 void HttpApi::HandleHealth(HttpServer::Respond respond) {
-  if (terminating_.load()) {
-    std::move(respond)(ErrorResponse(kUnhealthy, "terminating", "shutting down"));
-    return;
-  }
-  if (service_.config() == nullptr) {
-    std::move(respond)(ErrorResponse(kUnhealthy, "no_config", "no rate limit config loaded"));
-    return;
-  }
-  // A peek writes nothing but runs the same path as a real check (for Redis: EVALSHA, with
-  // NOSCRIPT recovery), so a server that answers PING but cannot run our scripts is unhealthy.
-  health_store_.CheckAsync(
-      "sluice-healthcheck", kHealthCheckLimit, 0,
-      [respond = std::move(respond)](const absl::StatusOr<Decision>& d) mutable {
-        if (!d.ok()) {
-          std::move(respond)(
-              ErrorResponse(kUnhealthy, "store_unavailable", std::string(d.status().message())));
-          return;
-        }
-        std::move(respond)(HttpResponse{.status = 200, .content_type = "text/plain", .body = "OK"});
-      });
+  health_.Check([respond = std::move(respond)](const HealthResult& r) mutable {
+    if (!r.healthy) {
+      std::move(respond)(ErrorResponse(kUnhealthy, r.reason, r.message));
+      return;
+    }
+    std::move(respond)(HttpResponse{.status = 200, .content_type = "text/plain", .body = "OK"});
+  });
 }
 
 }  // namespace sluice::server

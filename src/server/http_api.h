@@ -3,35 +3,48 @@
 //   POST /json        the proto3 JSON form of RateLimitRequest -> RateLimitResponse; 200 when OK,
 //                     429 when OVER_LIMIT, 400 for a bad request, 503 (with an error body) when the
 //                     store fails (envoyproxy/ratelimit answers 400 there, which hides outages).
-//   GET /healthcheck  200 only when a config is loaded, the store answers a real check (a peek
-//                     through the store's script path, not a PING), and no SIGTERM was received;
-//                     else 500, as the reference answers.
-//   GET /metrics      Prometheus text format.
+//   GET /healthcheck  200 only when Health (health.h) says healthy: no SIGTERM, a config loaded,
+//                     and the store answering a real check (a peek through the store's script
+//                     path, not a PING); else 500, as the reference answers.
+//   GET /metrics      Prometheus text format (at HttpApiOptions::metrics_path).
 //   GET /rlconfig     the loaded rules, one per line.
 //
 // Thread safety: thread-safe; the referenced objects must outlive it.
 #ifndef SLUICE_SERVER_HTTP_API_H_
 #define SLUICE_SERVER_HTTP_API_H_
 
-#include <atomic>
+#include <memory>
+#include <string>
 
 #include "sluice/store.h"
 
+#include "src/server/health.h"
 #include "src/server/http_server.h"
 #include "src/server/metrics.h"
 #include "src/server/rate_limit_service.h"
 
 namespace sluice::server {
 
+struct HttpApiOptions {
+  // Where GET serves the Prometheus text; empty: not served (DISABLE_STATS). Default: "/metrics".
+  std::string metrics_path = "/metrics";
+};
+
 class HttpApi {
  public:
-  // `health_store` is probed by /healthcheck: the store itself, not its failure-policy wrapper,
-  // whose fallback would always answer.
+  // `health` answers /healthcheck.
+  HttpApi(RateLimitService& service, Metrics& metrics, Health& health, HttpApiOptions options = {})
+      : service_(service), metrics_(metrics), health_(health), options_(std::move(options)) {}
+  // As above with a Health of its own that probes `health_store`: the store itself, not its
+  // failure-policy wrapper, whose fallback would always answer.
   HttpApi(RateLimitService& service, Metrics& metrics, Store& health_store)
-      : service_(service), metrics_(metrics), health_store_(health_store) {}
+      : service_(service),
+        metrics_(metrics),
+        owned_health_(std::make_unique<Health>(service, std::vector<Store*>{&health_store})),
+        health_(*owned_health_) {}
 
   // Turns /healthcheck unhealthy for good (on SIGTERM, before the listeners close).
-  void MarkTerminating() { terminating_.store(true); }
+  void MarkTerminating() { health_.MarkTerminating(); }
 
   // Answers one request; usable as an HttpServer::Handler.
   void Handle(const HttpRequest& request, HttpServer::Respond respond);
@@ -42,8 +55,9 @@ class HttpApi {
 
   RateLimitService& service_;
   Metrics& metrics_;
-  Store& health_store_;
-  std::atomic<bool> terminating_{false};
+  std::unique_ptr<Health> owned_health_;
+  Health& health_;
+  const HttpApiOptions options_{};
 };
 
 }  // namespace sluice::server

@@ -1,233 +1,199 @@
 // sluiced: a rate limit service, drop-in for envoyproxy/ratelimit (gRPC and /json), on the memory
-// or the Redis store. See docs/sluiced.md.
-#include <chrono>
-#include <csignal>
+// or the Redis store. Its settings come from flags and, for whatever no flag gives, from the
+// reference's environment variables (settings.h), so a reference deployment starts it unchanged.
+// See docs/sluiced.md and docs/compatibility.md.
 #include <cstdlib>
-#include <ctime>
 #include <exception>
 #include <iostream>
-#include <memory>
 #include <string>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/container/flat_hash_set.h"
 #include "spdlog/spdlog.h"
 #include <CLI/CLI.hpp>
 
-#include "sluice/config.h"
-#include "sluice/failure_policy.h"
-#include "sluice/memory_store.h"
 #include "sluice/version.h"
 
-#include "src/server/config_watcher.h"
-#include "src/server/grpc_server.h"
-#include "src/server/http_api.h"
-#include "src/server/http_server.h"
-#include "src/server/metrics.h"
-#include "src/server/rate_limit_service.h"
-#include "src/server/store_factory.h"
+#include "src/server/listeners.h"
+#include "src/server/server_main.h"
+#include "src/server/settings.h"
 #include "src/util/strings.h"
 
 namespace sluice::server {
 namespace {
 
-struct Flags {
-  std::string config;
+using ::sluice::internal::StdView;
+
+// Flags whose values are not ServerSettings fields as such; copied in after parsing.
+struct ExtraFlags {
   std::string validate;
-  std::string store = "memory";
-  std::string http = "127.0.0.1:8080";
-  std::string grpc = "127.0.0.1:8081";
-  std::string failure_mode = "error";
-  int64_t expected_instances = 1;
-  std::string log_level = "info";
-  bool response_headers = false;
-  bool shadow_mode = false;
-  size_t local_cache_entries = 0;
-  size_t memory_store_max_bytes = MemoryStoreOptions{}.max_bytes;
-  int http_threads = 2;
-  int config_poll_ms = 1000;
-  int drain_ms = 2000;
+  bool print_version = false;
+  std::string statsd;
+  int64_t statsd_flush_ms = 0;
+  int64_t grpc_max_connection_age_ms = 0;
+  int64_t grpc_max_connection_age_grace_ms = 0;
+  int64_t redis_startup_max_elapsed_ms = 0;
 };
 
-absl::StatusOr<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& s) {
-  const size_t colon = s.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(absl::string_view(s).substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("expected host:port, got '", s, "'"));
-  }
-  std::string host = s.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return std::make_pair(host, static_cast<uint16_t>(port));
-}
-
-int Validate(const std::string& path) {
-  absl::StatusOr<std::shared_ptr<const RateLimitConfig>> config = LoadRateLimitConfig(path);
-  if (!config.ok()) {
-    std::cerr << internal::StdView(config.status().message()) << "\n";
-    return 1;
-  }
-  std::cout << "OK: " << path << "\n" << (*config)->Dump();
-  return 0;
-}
-
-int Run(const Flags& flags) {
-  spdlog::set_level(spdlog::level::from_str(flags.log_level));
-  // Debian builds Abseil without NDEBUG, so every absl::Mutex lock (gRPC takes several per call)
-  // also updates a global lock-order graph: about a tenth of sluiced's CPU under gRPC load.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-
-  // Signals are taken synchronously by the main thread; block them before any thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, s);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  absl::StatusOr<FailureMode> mode = ParseFailureMode(flags.failure_mode);
-  if (!mode.ok()) {
-    spdlog::error("--failure-mode: {}", internal::StdView(mode.status().message()));
-    return 2;
-  }
-  absl::StatusOr<StoreHandles> stores = MakeStore(
-      flags.store, FailurePolicy{.mode = *mode, .expected_instances = flags.expected_instances},
-      MemoryStoreOptions{.max_bytes = flags.memory_store_max_bytes});
-  if (!stores.ok()) {
-    spdlog::error("--store: {}", internal::StdView(stores.status().message()));
-    return 2;
-  }
-  spdlog::info("store: {} (failure mode {})", stores->description, flags.failure_mode);
-
-  Metrics metrics;
-  RateLimitService service(*stores->store, metrics,
-                           RateLimitServiceOptions{
-                               .response_headers = flags.response_headers,
-                               .global_shadow_mode = flags.shadow_mode,
-                               .over_limit_cache_entries = flags.local_cache_entries,
-                           });
-  auto load = [&](const char* why) {
-    absl::StatusOr<std::shared_ptr<const RateLimitConfig>> config =
-        LoadRateLimitConfig(flags.config);
-    metrics.CountConfigLoad(config.ok());
-    if (!config.ok()) {
-      spdlog::error("config {} rejected, keeping the previous one: {}", why,
-                    internal::StdView(config.status().message()));
-      return false;
-    }
-    service.SetConfig(*std::move(config));
-    spdlog::info("config {}: loaded {} (domains: {})", why, flags.config,
-                 absl::StrJoin(service.config()->Domains(), ", "));
-    return true;
-  };
-  // Fingerprint the files before reading them: a change that lands between the two is then seen
-  // by the first poll instead of being mistaken for the state already loaded.
-  ConfigWatcher watcher(flags.config);
-  if (!load("at start")) return 1;
-
-  absl::StatusOr<std::pair<std::string, uint16_t>> http_addr = SplitHostPort(flags.http);
-  if (!http_addr.ok()) {
-    spdlog::error("--http: {}", internal::StdView(http_addr.status().message()));
-    return 2;
-  }
-  HttpApi api(service, metrics, *stores->health_store);
-  HttpServer http(
-      {.address = http_addr->first, .port = http_addr->second, .threads = flags.http_threads},
-      [&api](const HttpRequest& req, HttpServer::Respond respond) {
-        api.Handle(req, std::move(respond));
-      });
-  if (absl::Status s = http.Start(); !s.ok()) {
-    spdlog::error("{}", internal::StdView(s.message()));
-    return 1;
-  }
-  GrpcServer grpc(flags.grpc, service);
-  if (absl::Status s = grpc.Start(); !s.ok()) {
-    spdlog::error("{}", internal::StdView(s.message()));
-    return 1;
-  }
-  spdlog::info("sluiced serving: HTTP on {}:{}, gRPC on {}", http_addr->first, http.port(),
-               flags.grpc);
-
-  for (;;) {
-    timespec timeout{.tv_sec = flags.config_poll_ms / 1000,
-                     .tv_nsec = (flags.config_poll_ms % 1000) * 1'000'000L};
-    const int sig = sigtimedwait(&signals, nullptr, &timeout);
-    if (sig == SIGHUP) {
-      watcher.Poll();  // Before loading, for the same reason as at start.
-      load("on SIGHUP");
-    } else if (sig == SIGINT || sig == SIGTERM) {
-      spdlog::info("{}: draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-      api.MarkTerminating();
-      if (sig == SIGTERM && flags.drain_ms > 0) {
-        // Health is already failing; give load balancers time to notice before closing.
-        timespec drain{.tv_sec = flags.drain_ms / 1000,
-                       .tv_nsec = (flags.drain_ms % 1000) * 1'000'000L};
-        nanosleep(&drain, nullptr);
-      }
-      break;
-    } else if (watcher.Poll()) {
-      load("on change");
-    }
-  }
-  grpc.Stop();
-  http.Stop();
-  spdlog::info("sluiced stopped");
-  return 0;
-}
-
-int Main(int argc, char** argv) {
-  Flags flags;
-  CLI::App app{"sluiced: distributed rate limit service (Envoy RLS compatible)"};
-  app.add_option("--config", flags.config, "Config file or directory of *.yaml files");
-  app.add_option("--validate", flags.validate, "Check a config file or directory and exit");
-  app.add_option("--store", flags.store, "memory | redis://[user:pass@]host:port[/db] | rediss://")
+void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
+  // Config.
+  app.add_option("--config", s.config,
+                 "Config file or directory of *.yaml files (without it: RUNTIME_ROOT/"
+                 "RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY, as the reference)");
+  app.add_option("--validate", x.validate, "Check a config file or directory and exit");
+  app.add_flag("--merge-domain-config", s.merge_domains,
+               "Several files may define one domain (MERGE_DOMAIN_CONFIG)");
+  app.add_option("--ignore-dotfiles", s.ignore_dotfiles,
+                 "Skip config files whose names start with '.' (RUNTIME_IGNOREDOTFILES)")
       ->capture_default_str();
-  app.add_option("--http", flags.http, "HTTP listen address")->capture_default_str();
-  app.add_option("--grpc", flags.grpc, "gRPC listen address")->capture_default_str();
-  app.add_option("--failure-mode", flags.failure_mode,
+  app.add_flag("--force-start", s.force_start,
+               "Start without a loadable config, unhealthy until one loads "
+               "(FORCE_START_WITHOUT_INITIAL_CONFIG)");
+  app.add_flag("--healthy-with-one-config", s.healthy_with_one_config,
+               "Unhealthy until a config naming a domain is loaded "
+               "(HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED)");
+  app.add_option("--config-poll-ms", s.config_poll_ms,
+                 "How often to check the config files (and health)")
+      ->capture_default_str();
+  // Stores.
+  app.add_option("--store", s.store,
+                 "memory | redis://[user:pass@]host:port[/db] | rediss:// | redis-cluster:// | "
+                 "redis-sentinel://")
+      ->capture_default_str();
+  app.add_option("--per-second-store", s.per_second_store,
+                 "A store URL for the limits of one second (REDIS_PERSECOND)");
+  app.add_option("--failure-mode", s.failure_mode,
                  "When the store fails: error (gRPC UNAVAILABLE / HTTP 503), allow, deny, local")
       ->capture_default_str();
-  app.add_option("--expected-instances", flags.expected_instances,
+  app.add_option("--expected-instances", s.expected_instances,
                  "Failure mode local: divide limits by this many instances")
       ->capture_default_str();
-  app.add_option("--log-level", flags.log_level, "trace|debug|info|warn|error|critical|off")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "critical",
-                             "off"}))
-      ->capture_default_str();
-  bool print_version = false;
-  app.add_flag("--version", print_version, "Print the version and how it was built, and exit");
-  app.add_flag("--response-headers", flags.response_headers,
-               "Add RateLimit-* and Retry-After headers to responses");
-  app.add_flag("--shadow-mode", flags.shadow_mode, "Never deny; count what would be denied");
-  app.add_option("--local-cache-entries", flags.local_cache_entries,
-                 "Over-limit cache size (0 = off)")
-      ->capture_default_str();
-  app.add_option("--memory-store-max-bytes", flags.memory_store_max_bytes,
+  app.add_option("--memory-store-max-bytes", s.memory_store_max_bytes,
                  "--store memory: bound on the bytes its entries take (keys and slots); new keys "
                  "beyond it evict the soonest-expiring ones")
       ->envname("SLUICE_MEMORY_STORE_MAX_BYTES")
       ->capture_default_str();
-  app.add_option("--http-threads", flags.http_threads, "HTTP I/O threads")->capture_default_str();
-  app.add_option("--config-poll-ms", flags.config_poll_ms, "How often to check the config files")
+  app.add_option("--key-prefix", s.key_prefix, "Redis: prefix of every key (CACHE_KEY_PREFIX)");
+  app.add_option("--redis-startup-max-elapsed-ms", x.redis_startup_max_elapsed_ms,
+                 "Redis: exit when it does not answer within this at start; 0: do not wait "
+                 "(REDIS_STARTUP_MAX_ELAPSED_TIME)")
       ->capture_default_str();
-  app.add_option("--drain-ms", flags.drain_ms, "After SIGTERM, fail health checks this long")
+  // Listeners.
+  app.add_option("--http", s.http, "HTTP listen address (PORT, HOST)")->capture_default_str();
+  app.add_option("--grpc", s.grpc, "gRPC listen address, or unix:/path (GRPC_PORT, GRPC_HOST)")
       ->capture_default_str();
+  app.add_option("--debug", s.debug, "Debug listen address, /rlconfig (DEBUG_PORT, DEBUG_HOST)");
+  app.add_option("--prometheus", s.prometheus,
+                 "Prometheus listen address (USE_PROMETHEUS, PROMETHEUS_ADDR)");
+  app.add_option("--prometheus-path", s.prometheus_path, "Its path (PROMETHEUS_PATH)")
+      ->capture_default_str();
+  app.add_option("--http-threads", s.http_threads, "HTTP I/O threads")->capture_default_str();
+  app.add_option("--drain-ms", s.drain_ms, "After SIGTERM, fail health checks this long")
+      ->capture_default_str();
+  app.add_option("--grpc-max-connection-age-ms", x.grpc_max_connection_age_ms,
+                 "Close gRPC connections after this long, +-10%; 0: never "
+                 "(GRPC_MAX_CONNECTION_AGE)")
+      ->capture_default_str();
+  app.add_option("--grpc-max-connection-age-grace-ms", x.grpc_max_connection_age_grace_ms,
+                 "Then give their calls this long; 0: unlimited (GRPC_MAX_CONNECTION_AGE_GRACE)")
+      ->capture_default_str();
+  app.add_option("--grpc-tls-cert", s.grpc_tls_cert, "gRPC TLS certificate, PEM");
+  app.add_option("--grpc-tls-key", s.grpc_tls_key, "gRPC TLS key, PEM");
+  app.add_option("--grpc-tls-client-ca", s.grpc_tls_client_ca,
+                 "Require client certificates signed by this CA, PEM (mTLS)");
+  // Logging.
+  app.add_option("--log-level", s.log_level, "trace|debug|info|warn|error|critical|off")
+      ->check(
+          CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "critical", "off"}))
+      ->capture_default_str();
+  app.add_option("--log-format", s.log_format, "text | json (LOG_FORMAT)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_flag("--version", x.print_version, "Print the version and how it was built, and exit");
+  // Decisions.
+  app.add_flag("--response-headers", s.response_headers,
+               "Add RateLimit-* and Retry-After headers to responses");
+  app.add_flag("--shadow-mode", s.shadow_mode, "Never deny; count what would be denied");
+  app.add_flag("--quota-mode", s.quota_mode,
+               "Every descriptor in quota mode: over only when all are (QUOTA_MODE)");
+  app.add_option("--near-limit-ratio", s.near_limit_ratio,
+                 "Hits above this share of a limit count as near_limit (NEAR_LIMIT_RATIO)")
+      ->capture_default_str();
+  app.add_option("--local-cache-entries", s.local_cache_entries, "Over-limit cache size (0 = off)")
+      ->capture_default_str();
+  app.add_option("--local-cache-bytes", s.local_cache_bytes,
+                 "Over-limit cache bound in bytes; alone it turns the cache on "
+                 "(LOCAL_CACHE_SIZE_IN_BYTES)")
+      ->capture_default_str();
+  // Stats.
+  app.add_option("--statsd", x.statsd,
+                 "Send counters to statsd at host:port over UDP (USE_STATSD)");
+  app.add_option("--statsd-flush-ms", x.statsd_flush_ms,
+                 "How often to send them (STATS_FLUSH_INTERVAL)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--disable-stats", s.disable_stats,
+               "No statsd, no Prometheus listener, no /metrics (DISABLE_STATS)");
+}
+
+// Copies the flags that are not settings fields as such; InvalidArgument for a bad --statsd.
+absl::Status ApplyExtraFlags(const CLI::App& app, const ExtraFlags& x, ServerSettings& s) {
+  s.grpc_max_connection_age = std::chrono::milliseconds(x.grpc_max_connection_age_ms);
+  s.grpc_max_connection_age_grace = std::chrono::milliseconds(x.grpc_max_connection_age_grace_ms);
+  s.redis_startup_max_elapsed = std::chrono::milliseconds(x.redis_startup_max_elapsed_ms);
+  if (app.count("--near-limit-ratio") > 0 && !(s.near_limit_ratio > 0 && s.near_limit_ratio <= 1)) {
+    return absl::InvalidArgumentError("--near-limit-ratio: must be in (0, 1]");
+  }
+  if (app.count("--statsd-flush-ms") > 0) {
+    s.statsd.flush_interval = std::chrono::milliseconds(x.statsd_flush_ms);
+  }
+  if (app.count("--statsd") > 0) {
+    absl::StatusOr<ListenAddress> a = ParseListenAddress("--statsd", x.statsd);
+    if (!a.ok()) return a.status();
+    if (a->port == 0) return absl::InvalidArgumentError("--statsd: the port must not be 0");
+    s.statsd.enabled = true;
+    s.statsd.host = a->host;
+    s.statsd.port = a->port;
+  }
+  return absl::OkStatus();
+}
+
+int Main(int argc, char** argv) {
+  ServerSettings settings;
+  ExtraFlags extra;
+  CLI::App app{"sluiced: distributed rate limit service (Envoy RLS compatible)"};
+  AddFlags(app, settings, extra);
   CLI11_PARSE(app, argc, argv);
-  if (print_version) {
+  if (extra.print_version) {
     std::cout << "sluiced " << kBuildInfo.version << "\n"
               << "compiler: " << kBuildInfo.compiler << "\n"
               << "build type: " << kBuildInfo.build_type << "\n";
     return 0;
   }
-  if (!flags.validate.empty()) return Validate(flags.validate);
-  if (flags.config.empty()) {
-    std::cerr << "--config is required\n";
+  if (!extra.validate.empty()) {
+    return ValidateConfig(extra.validate,
+                          ConfigLoadOptions{.merge_domains = settings.merge_domains,
+                                            .ignore_dotfiles = settings.ignore_dotfiles});
+  }
+  if (absl::Status s = ApplyExtraFlags(app, extra, settings); !s.ok()) {
+    std::cerr << "sluiced: " << StdView(s.message()) << "\n";
     return 2;
   }
-  return Run(flags);
+  absl::flat_hash_set<std::string> given;
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->count() > 0) given.insert(option->get_name());
+  }
+  if (absl::Status s = ApplyReferenceEnvironment(ProcessEnvironment(), given, settings); !s.ok()) {
+    std::cerr << "sluiced: " << StdView(s.message()) << "\n";
+    return 2;
+  }
+  if (absl::Status s = SetUpLogging(settings); !s.ok()) {
+    std::cerr << "sluiced: " << StdView(s.message()) << "\n";
+    return 2;
+  }
+  if (settings.config.empty()) {
+    std::cerr << "sluiced: --config is required\n";
+    return 2;
+  }
+  return RunServer(settings);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "src/server/rate_limit_service.h"
 
 #include <chrono>
+#include <limits>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -8,14 +10,27 @@
 #include "src/util/strings.h"
 
 namespace sluice::server {
+namespace {
+
+// The over-limit cache `options` ask for: on when either bound is set (the reference turns its
+// cache on with LOCAL_CACHE_SIZE_IN_BYTES alone), each bound unset meaning no bound of that kind
+// beyond the default byte bound.
+std::unique_ptr<OverLimitCache> MakeOverLimitCache(const RateLimitServiceOptions& options) {
+  if (options.over_limit_cache_entries == 0 && options.over_limit_cache_bytes == 0) return nullptr;
+  return std::make_unique<OverLimitCache>(
+      options.over_limit_cache_entries > 0 ? options.over_limit_cache_entries
+                                           : std::numeric_limits<size_t>::max(),
+      options.over_limit_cache_bytes > 0 ? options.over_limit_cache_bytes
+                                         : OverLimitCache::kDefaultMaxBytes);
+}
+
+}  // namespace
 
 RateLimitService::RateLimitService(Store& store, Metrics& metrics, RateLimitServiceOptions options)
     : metrics_(metrics),
-      options_(options),
-      clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
-      over_limit_cache_(options.over_limit_cache_entries > 0
-                            ? std::make_unique<OverLimitCache>(options.over_limit_cache_entries)
-                            : nullptr),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
+      over_limit_cache_(MakeOverLimitCache(options_)),
       executor_(store, over_limit_cache_.get(), clock_) {}
 
 void RateLimitService::SetConfig(std::shared_ptr<const RateLimitConfig> config) {
@@ -33,7 +48,8 @@ void RateLimitService::Decide(const RlsRequest& request, DecideCallback done) {
   std::shared_ptr<const RateLimitConfig> config = this->config();
   absl::StatusOr<Plan> plan =
       MakePlan(request, config.get(),
-               PlanOptions{.max_descriptors = options_.max_descriptors,
+               PlanOptions{.global_quota_mode = options_.global_quota_mode,
+                           .max_descriptors = options_.max_descriptors,
                            .max_entries_per_descriptor = options_.max_entries_per_descriptor,
                            .max_value_bytes = options_.max_value_bytes});
   if (!plan.ok()) {

@@ -53,14 +53,22 @@ struct RateLimitServiceOptions {
   // Never answer OVER_LIMIT overall; descriptors keep their status (the reference's SHADOW_MODE).
   // Default: off.
   bool global_shadow_mode = false;
+  // Every descriptor is in quota mode (the reference's QUOTA_MODE): the request is over only when
+  // every descriptor that is not `unlimited` is, one without a limit counting as admitted.
+  // Default: off.
+  bool global_quota_mode = false;
   // Hits above this share of a limit count as near_limit. Default: 0.8, as the reference.
   float near_limit_ratio = 0.8f;
   // Request bounds; larger requests are INVALID_ARGUMENT.
   size_t max_descriptors = 64;
   size_t max_entries_per_descriptor = 32;
   size_t max_value_bytes = 4096;
-  // Entries of the over-limit cache; 0 turns it off. Default: off (see docs/sluiced.md).
+  // Bounds of the over-limit cache: entries (--local-cache-entries) and bytes
+  // (LOCAL_CACHE_SIZE_IN_BYTES, --local-cache-bytes). The cache is on when either is above 0; an
+  // unset entry bound leaves only the byte bound, an unset byte bound is
+  // OverLimitCache::kDefaultMaxBytes. Default: both 0, off (see docs/sluiced.md).
   size_t over_limit_cache_entries = 0;
+  size_t over_limit_cache_bytes = 0;
 };
 
 class RateLimitService {
@@ -72,6 +80,7 @@ class RateLimitService {
   RateLimitService(Store& store, Metrics& metrics, RateLimitServiceOptions options);
   RateLimitService(const RateLimitService&) = delete;
   RateLimitService& operator=(const RateLimitService&) = delete;
+  ~RateLimitService() = default;
 
   void SetConfig(std::shared_ptr<const RateLimitConfig> config);
   std::shared_ptr<const RateLimitConfig> config() const;

@@ -88,6 +88,7 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
   Plan plan{.domain = std::string(request.domain)};
   plan.unlimited.assign(request.descriptors.size(), false);
   plan.domain_known = config != nullptr && config->HasDomain(request.domain);
+  plan.global_quota = options.global_quota_mode;
   // The reference looks the domain up before anything else: an unknown one matches nothing.
   if (!plan.domain_known) return plan;
   absl::flat_hash_set<std::string_view> replaced;
@@ -96,6 +97,7 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
     const int64_t hits = HitsFor(request, d);
     if (d.limit.has_value()) {
       plan.limits.push_back(OverrideLimit(request, i, hits));
+      plan.limits.back().quota = options.global_quota_mode;
       continue;
     }
     std::optional<RuleMatch> match = config->Match(request.domain, d.entries);
@@ -116,7 +118,7 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
                            .limit = rl.limit,
                            .hits = hits,
                            .shadow = rule.shadow_mode,
-                           .quota = rule.quota_mode};
+                           .quota = rule.quota_mode || options.global_quota_mode};
       if (planned.limit.has_value()) {
         planned.key = StoreKey(request.domain, match->counter_entries, *planned.limit);
       }
@@ -139,10 +141,19 @@ bool IsOver(const PlannedLimit& limit, const Decision& decision) {
 bool AllQuotaDescriptorsOver(const Plan& plan, const std::vector<LimitResult>& results) {
   // Per descriptor: 0 = no quota-mode limit, 1 = all admitted so far, 2 = one over.
   std::vector<uint8_t> state(plan.descriptor_count(), 0);
+  if (plan.global_quota) {
+    for (size_t d = 0; d < state.size(); ++d) state[d] = plan.unlimited[d] ? 0 : 1;
+  }
   for (size_t i = 0; i < plan.limits.size(); ++i) {
     const PlannedLimit& l = plan.limits[i];
-    if (!l.quota || l.shadow) continue;
+    if (!l.quota) continue;
     uint8_t& st = state[l.descriptor];
+    // A shadow-mode limit never puts its descriptor over: the reference reports it OK, and so
+    // counts its descriptor among the quota-mode ones that passed.
+    if (l.shadow) {
+      st = std::max<uint8_t>(st, 1);
+      continue;
+    }
     // A limit with no decision failed in the store; the request fails as a whole.
     const bool over = results[i].decision.has_value() && IsOver(l, *results[i].decision);
     st = over ? 2 : std::max<uint8_t>(st, 1);

@@ -69,11 +69,17 @@ struct Plan {
   std::vector<PlannedLimit> limits{};
   // False when the config does not know the domain (the reference's domain_not_found stat).
   bool domain_known = false;
+  // Global quota mode (PlanOptions): every descriptor is a quota-mode descriptor, including those
+  // no limit matched, which count as admitted.
+  bool global_quota = false;
 
   size_t descriptor_count() const { return unlimited.size(); }
 };
 
 struct PlanOptions {
+  // Every descriptor is in quota mode (the reference's QUOTA_MODE): each limit is planned as a
+  // quota-mode one, and Plan::global_quota is set. Default: off.
+  bool global_quota_mode = false;
   // Request bounds; larger requests are InvalidArgument.
   size_t max_descriptors = 64;
   size_t max_entries_per_descriptor = 32;
@@ -107,7 +113,9 @@ bool IsOver(const PlannedLimit& limit, const Decision& decision);
 //
 // Returns true when the plan has quota-mode descriptors and every one of them is over (one of its
 // quota-mode limits is), per `results` (one per plan.limits). The reference's rule: the request is
-// over when a normal limit is, or when this holds.
+// over when a normal limit is, or when this holds. With plan.global_quota every descriptor that is
+// not `unlimited` is a quota-mode descriptor, admitted unless one of its limits is over (the
+// reference counts a descriptor without a limit as a quota descriptor that passed).
 bool AllQuotaDescriptorsOver(const Plan& plan, const std::vector<LimitResult>& results);
 
 // DeniedWithoutStore()

@@ -85,9 +85,8 @@ void EnvReader::NoteUnused(const std::vector<std::string_view>& names, std::stri
 
 namespace {
 
-using ::sluice::internal::AbslView;
-using ::sluice::internal::StdView;
 using internal::EnvReader;
+using ::sluice::internal::StdView;
 
 // Splits "host:port" (the host may be empty or bracketed) at its last ':'.
 std::pair<std::string, std::string> SplitAddress(const std::string& address) {
@@ -122,12 +121,20 @@ void ApplyListeners(EnvReader& r) {
       Listener(r, "--grpc", s.grpc, "GRPC_HOST", "GRPC_PORT", "8081");
     }
   }
-  if (auto age = r.Duration("GRPC_MAX_CONNECTION_AGE", "24h")) s.grpc_max_connection_age = *age;
-  if (auto grace = r.Duration("GRPC_MAX_CONNECTION_AGE_GRACE", "1h")) {
-    s.grpc_max_connection_age_grace = *grace;
+  if (!r.FlagGiven("--grpc-max-connection-age-ms")) {
+    if (auto age = r.Duration("GRPC_MAX_CONNECTION_AGE", "24h")) s.grpc_max_connection_age = *age;
+  }
+  if (!r.FlagGiven("--grpc-max-connection-age-grace-ms")) {
+    if (auto grace = r.Duration("GRPC_MAX_CONNECTION_AGE_GRACE", "1h")) {
+      s.grpc_max_connection_age_grace = *grace;
+    }
   }
   const std::vector<std::string_view> tls_files = {"GRPC_SERVER_TLS_CERT", "GRPC_SERVER_TLS_KEY",
                                                    "GRPC_CLIENT_TLS_CACERT", "GRPC_CLIENT_TLS_SAN"};
+  if (r.FlagGiven("--grpc-tls-cert") || r.FlagGiven("--grpc-tls-key") ||
+      r.FlagGiven("--grpc-tls-client-ca")) {
+    return;  // TLS is configured by flags; the variables are not read.
+  }
   if (!r.Bool("GRPC_SERVER_USE_TLS", false).value_or(false)) {
     r.NoteUnused(tls_files, "GRPC_SERVER_USE_TLS");
     return;
@@ -212,7 +219,9 @@ void ApplyConfig(EnvReader& r) {
       s.config = path.string();
     }
   }
-  if (auto b = r.Bool("RUNTIME_IGNOREDOTFILES", false)) s.ignore_dotfiles = *b;
+  if (!r.FlagGiven("--ignore-dotfiles")) {
+    if (auto b = r.Bool("RUNTIME_IGNOREDOTFILES", false)) s.ignore_dotfiles = *b;
+  }
   // Both values are honoured by one mechanism: sluiced fingerprints the whole config path,
   // following symlinks, so a swap of the root (watch_root) and a write under the subdirectory are
   // both seen. Read only to refuse a value that is not a boolean.
@@ -220,29 +229,43 @@ void ApplyConfig(EnvReader& r) {
   if (!r.FlagGiven("--merge-domain-config")) {
     if (auto b = r.Bool("MERGE_DOMAIN_CONFIG", false)) s.merge_domains = *b;
   }
-  if (auto b = r.Bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)) s.force_start = *b;
-  if (auto b = r.Bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)) {
-    s.healthy_with_one_config = *b;
+  if (!r.FlagGiven("--force-start")) {
+    if (auto b = r.Bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)) s.force_start = *b;
+  }
+  if (!r.FlagGiven("--healthy-with-one-config")) {
+    if (auto b = r.Bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)) {
+      s.healthy_with_one_config = *b;
+    }
   }
 }
 
 void ApplyStats(EnvReader& r) {
   ServerSettings& s = r.settings();
-  if (auto b = r.Bool("DISABLE_STATS", false)) s.disable_stats = *b;
+  if (!r.FlagGiven("--disable-stats")) {
+    if (auto b = r.Bool("DISABLE_STATS", false)) s.disable_stats = *b;
+  }
   if (r.Bool("USE_DOG_STATSD", false).value_or(false)) {
     r.Refuse("USE_DOG_STATSD", "DogStatsD is not supported; use USE_STATSD or USE_PROMETHEUS");
   } else {
     r.NoteUnused({"USE_DOG_STATSD_MOGRIFIERS"}, "USE_DOG_STATSD");
   }
-  const bool statsd = r.Bool("USE_STATSD", true).value_or(s.statsd.enabled);
-  const bool prometheus = r.Bool("USE_PROMETHEUS", false).value_or(false);
-  if (statsd && prometheus && !s.disable_stats) {
+  // --statsd and --prometheus configure their sink themselves; the variables are then not read.
+  const bool statsd_flag = r.FlagGiven("--statsd");
+  const bool prometheus_flag = r.FlagGiven("--prometheus");
+  const bool statsd =
+      statsd_flag ? s.statsd.enabled : r.Bool("USE_STATSD", true).value_or(s.statsd.enabled);
+  const bool prometheus =
+      prometheus_flag ? !s.prometheus.empty() : r.Bool("USE_PROMETHEUS", false).value_or(false);
+  if (statsd && prometheus && !s.disable_stats && !statsd_flag && !prometheus_flag) {
     r.Refuse("USE_PROMETHEUS", "cannot be used with USE_STATSD, as in the reference; set one");
   }
   s.statsd.enabled = statsd && !s.disable_stats;
-  if (auto host = r.Get("STATSD_HOST")) s.statsd.host = *host;
-  if (auto port = r.Int("STATSD_PORT", 1, 65535, std::nullopt))
-    s.statsd.port = static_cast<int>(*port);
+  if (!statsd_flag) {
+    if (auto host = r.Get("STATSD_HOST")) s.statsd.host = *host;
+    if (auto port = r.Int("STATSD_PORT", 1, 65535, std::nullopt)) {
+      s.statsd.port = static_cast<int>(*port);
+    }
+  }
   if (auto tags = r.Get("EXTRA_TAGS")) {
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> parsed =
         ParseGoStringMap(*tags);
@@ -252,13 +275,16 @@ void ApplyStats(EnvReader& r) {
       r.Refuse("EXTRA_TAGS", StdView(parsed.status().message()));
     }
   }
-  if (auto every = r.Duration("STATS_FLUSH_INTERVAL", "10s")) {
+  if (auto every = r.FlagGiven("--statsd-flush-ms") ? std::nullopt
+                                                    : r.Duration("STATS_FLUSH_INTERVAL", "10s")) {
     if (every->count() > 0) {
       s.statsd.flush_interval = *every;
     } else {
       r.Refuse("STATS_FLUSH_INTERVAL", "must be positive");
     }
   }
+  if (s.disable_stats) s.prometheus.clear();
+  if (prometheus_flag) return;  // --prometheus (and --prometheus-path) configure the listener.
   if (!prometheus || s.disable_stats) {
     r.NoteUnused({"PROMETHEUS_ADDR", "PROMETHEUS_PATH", "PROMETHEUS_MAPPER_YAML",
                   "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS"},
@@ -269,7 +295,9 @@ void ApplyStats(EnvReader& r) {
   // Go's ":9090" listens on every interface.
   if (!addr.empty() && addr[0] == ':') addr = "0.0.0.0" + addr;
   s.prometheus = addr;
-  s.prometheus_path = r.Get("PROMETHEUS_PATH").value_or("/metrics");
+  if (!r.FlagGiven("--prometheus-path")) {
+    s.prometheus_path = r.Get("PROMETHEUS_PATH").value_or("/metrics");
+  }
   if (r.Get("PROMETHEUS_MAPPER_YAML").has_value()) {
     r.Refuse("PROMETHEUS_MAPPER_YAML",
              "not supported: sluiced exports Prometheus names of its own (docs/sluiced.md); unset "
@@ -293,7 +321,7 @@ void ApplyLimits(EnvReader& r) {
       s.local_cache_bytes = static_cast<size_t>(*bytes);
     }
   }
-  if (auto ratio = r.Get("NEAR_LIMIT_RATIO")) {
+  if (auto ratio = r.FlagGiven("--near-limit-ratio") ? std::nullopt : r.Get("NEAR_LIMIT_RATIO")) {
     float value = 0;
     if (!absl::SimpleAtof(*ratio, &value) || !(value > 0 && value <= 1)) {
       r.Refuse("NEAR_LIMIT_RATIO", absl::StrCat("'", *ratio, "' is not a number in (0, 1]"));
@@ -301,7 +329,9 @@ void ApplyLimits(EnvReader& r) {
       s.near_limit_ratio = value;
     }
   }
-  if (auto prefix = r.Get("CACHE_KEY_PREFIX")) s.key_prefix = *prefix;
+  if (!r.FlagGiven("--key-prefix")) {
+    if (auto prefix = r.Get("CACHE_KEY_PREFIX")) s.key_prefix = *prefix;
+  }
   if (r.Bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", std::nullopt) == false) {
     r.Refuse("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT",
              "sluiced never counts a rejected request (all-or-nothing, the behaviour of true); "

@@ -7,6 +7,7 @@
 // as timeout_ms and connect_timeout_ms, REDIS_POOL_SIZE as connections, and the REDIS_TLS_* files
 // as tls_*_file. The same for REDIS_PERSECOND_*, the store of per-second limits.
 #include <string>
+#include <string_view>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -21,13 +22,12 @@
 namespace sluice::server::internal {
 
 using ::sluice::internal::AbslView;
-using ::sluice::internal::StdView;
 
 namespace {
 
 // Percent-encodes everything but RFC 3986's unreserved characters.
 std::string PercentEncode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
+  static constexpr std::string_view kHex = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : s) {
     if (absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
@@ -184,8 +184,10 @@ void ApplyRedisEnvironment(EnvReader& r) {
                           "jittered backoff (50 ms doubling up to 1 s)"));
     }
   }
-  if (auto elapsed = r.Duration("REDIS_STARTUP_MAX_ELAPSED_TIME", "0")) {
-    s.redis_startup_max_elapsed = *elapsed;
+  if (!r.FlagGiven("--redis-startup-max-elapsed-ms")) {
+    if (auto elapsed = r.Duration("REDIS_STARTUP_MAX_ELAPSED_TIME", "0")) {
+      s.redis_startup_max_elapsed = *elapsed;
+    }
   }
   // With --config, the Redis variables apply only when a deployment sets them.
   const bool redis_set = r.Get("BACKEND_TYPE").has_value() || r.Get("REDIS_URL").has_value() ||

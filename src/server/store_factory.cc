@@ -9,29 +9,34 @@
 
 namespace sluice::server {
 
-absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const FailurePolicy& policy,
-                                       const MemoryStoreOptions& memory) {
+absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const StoreFactoryOptions& options) {
   absl::StatusOr<StoreUrl> parsed = ParseStoreUrl(url);
   if (!parsed.ok()) return parsed.status();
   std::unique_ptr<Store> store;
   std::string description;
   if (parsed->kind == StoreUrl::Kind::kMemory) {
-    MemoryStoreOptions options = memory;
-    options.clock = nullptr;
-    absl::StatusOr<std::unique_ptr<MemoryStore>> made = MemoryStore::Create(options);
+    MemoryStoreOptions memory = options.memory;
+    memory.clock = nullptr;
+    absl::StatusOr<std::unique_ptr<MemoryStore>> made = MemoryStore::Create(memory);
     if (!made.ok()) return made.status();
     store = *std::move(made);
-    description = absl::StrCat("memory (per-instance limits, at most ", options.max_entries,
-                               " entries and ", options.max_bytes, " bytes)");
+    description = absl::StrCat("memory (per-instance limits, at most ", memory.max_entries,
+                               " entries and ", memory.max_bytes, " bytes)");
   } else {
     // Each descriptor is its own Redis Cluster slot (docs/keys.md), so on a cluster a request
     // with several descriptors is split into one atomic call per slot, as envoyproxy/ratelimit
     // does per descriptor (docs/redis.md, "Keys on Redis Cluster"). One server ignores this.
-    absl::StatusOr<std::unique_ptr<RedisStore>> redis = RedisStore::Create(
-        RedisStoreOptions{.url = std::string(url), .cross_slot = CrossSlot::kSplit});
+    RedisStoreOptions redis_options{.url = std::string(url), .cross_slot = CrossSlot::kSplit};
+    if (!options.key_prefix.empty()) redis_options.key_prefix = options.key_prefix;
+    absl::StatusOr<std::unique_ptr<RedisStore>> redis = RedisStore::Create(redis_options);
     if (!redis.ok()) return redis.status();
-    // Start-up is not gated on Redis (a crash loop while Redis restarts helps nobody); report it.
-    if (absl::Status s = (*redis)->WaitForConnection(std::chrono::seconds(2)); !s.ok()) {
+    if (options.startup_wait > std::chrono::milliseconds::zero()) {
+      if (absl::Status s = (*redis)->WaitForConnection(options.startup_wait); !s.ok()) {
+        return absl::UnavailableError(absl::StrCat(
+            "redis not reachable within ", options.startup_wait.count(), " ms: ", s.message()));
+      }
+    } else if (absl::Status s = (*redis)->WaitForConnection(std::chrono::seconds(2)); !s.ok()) {
+      // Start-up is not gated on Redis (a crash loop while Redis restarts helps nobody); report it.
       spdlog::warn("redis not reachable yet ({}); checks fail per the failure mode until it is",
                    std::string(s.message()));
     }
@@ -40,7 +45,7 @@ absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const FailurePolicy
     description = parsed->Redacted();
   }
   Store* raw = store.get();
-  return StoreHandles{.store = WithFailurePolicy(std::move(store), policy),
+  return StoreHandles{.store = WithFailurePolicy(std::move(store), options.policy),
                       .health_store = raw,
                       .description = std::move(description)};
 }

@@ -2,6 +2,7 @@
 #ifndef SLUICE_SERVER_STORE_FACTORY_H_
 #define SLUICE_SERVER_STORE_FACTORY_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,11 +24,24 @@ struct StoreHandles {
   std::string description;
 };
 
-// Returns the store for `url` ("memory", "redis://...", "rediss://..."), or InvalidArgument for a
-// bad URL or memory option / Unavailable when the store cannot be set up. `memory` configures the
-// memory store (its clock is ignored).
-absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const FailurePolicy& policy,
-                                       const MemoryStoreOptions& memory = {});
+struct StoreFactoryOptions {
+  FailurePolicy policy{};
+  // The memory store's bounds (its clock is ignored).
+  MemoryStoreOptions memory{};
+  // Redis: the prefix of every key (CACHE_KEY_PREFIX); empty keeps RedisStoreOptions' default.
+  std::string key_prefix{};
+  // Redis: how long to wait for a first connection. 0 waits 2 s and only warns, so that a Redis
+  // restarting does not crash-loop sluiced; above 0, no connection in time is an error (the
+  // reference's REDIS_STARTUP_MAX_ELAPSED_TIME). Default: 0.
+  std::chrono::milliseconds startup_wait{0};
+};
+
+// MakeStore()
+//
+// Returns the store for `url` ("memory", "redis://...", "rediss://...", ...), or InvalidArgument
+// for a bad URL, key prefix or memory option; Unavailable when the store cannot be set up, or when
+// `startup_wait` is set and Redis does not answer within it.
+absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const StoreFactoryOptions& options);
 
 }  // namespace sluice::server
 

@@ -63,6 +63,10 @@ descriptors:
   - key: quota_zero
     quota_mode: true
     rate_limit: {unit: minute, requests_per_unit: 0}
+  - key: quota_shadow
+    quota_mode: true
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 0}
   - key: five_minutes
     rate_limit: {unit: minute, unit_multiplier: 5, requests_per_unit: 2}
 )yaml";
@@ -230,6 +234,21 @@ TEST_F(RateLimitServiceTest, QuotaModeIsOverOnlyWhenEveryQuotaDescriptorIsOver) 
     EXPECT_EQ(r->statuses(0).code(), expected_a[i]) << i;
     EXPECT_EQ(r->statuses(1).code(), expected_b[i]) << i;
   }
+}
+
+// Verifies a quota-mode descriptor whose rule is also in shadow mode counts as one that passed, as
+// the reference reports it OK: beside it, another quota-mode descriptor over its limit does not
+// make the request over.
+TEST_F(RateLimitServiceTest, ShadowQuotaDescriptorCountsAsPassed) {
+  constexpr const char* kZeroAndShadow = R"pb(
+    domain: "edge"
+    descriptors { entries { key: "quota_zero" value: "s" } }
+    descriptors { entries { key: "quota_shadow" value: "s" } })pb";
+  absl::StatusOr<RateLimitResponse> r = Call(kZeroAndShadow);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(1).code(), RateLimitResponse::OK);
 }
 
 // Verifies a normal limit still rejects on its own beside an admitting quota-mode descriptor, and
@@ -529,6 +548,72 @@ TEST_F(RateLimitServiceTest, OverLimitCacheAnswerCarriesTheReset) {
   EXPECT_EQ(r->statuses(0).duration_until_reset().seconds(), 30);
 }
 
+// Verifies a byte bound alone turns the over-limit cache on, as LOCAL_CACHE_SIZE_IN_BYTES alone
+// turns on the reference's cache.
+TEST_F(RateLimitServiceTest, OverLimitCacheByteBoundAloneTurnsItOn) {
+  Build({.over_limit_cache_bytes = 1 << 20});
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Call(kIp).ok());  // The 4th is denied and cached.
+  faulty_->Fail(absl::UnavailableError("down"));
+  absl::StatusOr<RateLimitResponse> r = Call(kIp);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(faulty_->failed(), 0);
+}
+
+// Verifies a byte bound too small for any entry leaves the store asked every time.
+TEST_F(RateLimitServiceTest, OverLimitCacheByteBoundIsHonoured) {
+  Build({.over_limit_cache_bytes = 1});
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Call(kIp).ok());
+  faulty_->Fail(absl::UnavailableError("down"));
+  EXPECT_FALSE(Call(kIp).ok());
+}
+
+// Verifies the global quota mode (QUOTA_MODE) as the reference decides it: every descriptor is a
+// quota-mode descriptor, so one over limit alone leaves the request OK, and a descriptor that no
+// limit matched counts as one that passed.
+TEST_F(RateLimitServiceTest, GlobalQuotaModeIsOverOnlyWhenEveryDescriptorIs) {
+  Build({.global_quota_mode = true});
+  constexpr const char* kBlockedAndIp = R"pb(
+    domain: "edge"
+    descriptors { entries { key: "blocked" value: "x" } }
+    descriptors { entries { key: "remote_address" value: "10.1.1.1" } })pb";
+  absl::StatusOr<RateLimitResponse> r = Call(kBlockedAndIp);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(1).code(), RateLimitResponse::OK);
+
+  constexpr const char* kBlockedOnly = R"pb(
+    domain: "edge"
+    descriptors { entries { key: "blocked" value: "x" } })pb";
+  r = Call(kBlockedOnly);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+
+  constexpr const char* kBlockedAndUnmatched = R"pb(
+    domain: "edge"
+    descriptors { entries { key: "blocked" value: "x" } }
+    descriptors { entries { key: "no_such_key" value: "x" } })pb";
+  r = Call(kBlockedAndUnmatched);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+
+  constexpr const char* kBlockedAndUnlimited = R"pb(
+    domain: "edge"
+    descriptors { entries { key: "blocked" value: "x" } }
+    descriptors { entries { key: "internal" value: "x" } })pb";
+  r = Call(kBlockedAndUnlimited);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+
+  // Once the IP is over its limit of 3 a minute too, every descriptor is over.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Call(kBlockedAndIp).ok());
+  r = Call(kBlockedAndIp);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(1).code(), RateLimitResponse::OVER_LIMIT);
+}
+
 // Verifies `requests_per_unit: 0` reports the time to the end of its unit, as the reference does.
 TEST_F(RateLimitServiceTest, ZeroRequestsPerUnitReportsTheUnitReset) {
   Build({});
@@ -602,8 +687,9 @@ TEST_F(RateLimitServiceTest, DescriptorWithoutEntriesIsOk) {
 // Verifies unit_multiplier: 2 per 5 minutes holds across minutes, resets at the 5-minute boundary
 // (aligned to the epoch: 1'700'000'000 s is 200 s into a 300 s window).
 TEST_F(RateLimitServiceTest, UnitMultiplierMakesAWindowOfSeveralUnits) {
-  constexpr const char* kFive = R"pb(domain: "edge"
-                                     descriptors { entries { key: "five_minutes" value: "a" } })pb";
+  constexpr const char* kFive =
+      R"pb(domain: "edge"
+           descriptors { entries { key: "five_minutes" value: "a" } })pb";
   absl::StatusOr<RateLimitResponse> r = Call(kFive);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->statuses(0).duration_until_reset().seconds(), 100);

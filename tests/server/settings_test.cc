@@ -1,7 +1,9 @@
 // ServerSettings from envoyproxy/ratelimit's environment variables (src/server/settings.h).
 #include "src/server/settings.h"
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -79,6 +81,65 @@ TEST(Settings, FlagsWinOverVariables) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->http, "127.0.0.1:1234");
   EXPECT_EQ(s->store, "memory");
+}
+
+// Verifies every flag that sluiced adds for a reference setting wins over its variable.
+TEST(Settings, NewFlagsWinOverTheirVariables) {
+  ServerSettings flags_applied;
+  flags_applied.statsd = StatsdSettings{
+      .enabled = true, .host = "10.0.0.9", .port = 9999, .flush_interval = std::chrono::seconds(3)};
+  flags_applied.near_limit_ratio = 0.5f;
+  flags_applied.key_prefix = "flag_";
+  flags_applied.force_start = true;
+  flags_applied.healthy_with_one_config = false;
+  flags_applied.ignore_dotfiles = true;
+  flags_applied.prometheus = "127.0.0.1:9102";
+  flags_applied.prometheus_path = "/m";
+  flags_applied.grpc_max_connection_age = std::chrono::minutes(5);
+  flags_applied.redis_startup_max_elapsed = std::chrono::seconds(7);
+  auto vars = kRedisTcp;
+  vars.insert({{"USE_STATSD", "false"},
+               {"STATSD_HOST", "elsewhere"},
+               {"STATSD_PORT", "1"},
+               {"STATS_FLUSH_INTERVAL", "1s"},
+               {"NEAR_LIMIT_RATIO", "0.9"},
+               {"CACHE_KEY_PREFIX", "env_"},
+               {"FORCE_START_WITHOUT_INITIAL_CONFIG", "false"},
+               {"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "true"},
+               {"RUNTIME_IGNOREDOTFILES", "false"},
+               {"PROMETHEUS_PATH", "/env"},
+               {"GRPC_MAX_CONNECTION_AGE", "1h"},
+               {"REDIS_STARTUP_MAX_ELAPSED_TIME", "1m"}});
+  absl::StatusOr<ServerSettings> s =
+      Apply(vars,
+            {"--statsd", "--statsd-flush-ms", "--near-limit-ratio", "--key-prefix", "--force-start",
+             "--healthy-with-one-config", "--ignore-dotfiles", "--prometheus", "--prometheus-path",
+             "--grpc-max-connection-age-ms", "--redis-startup-max-elapsed-ms"},
+            flags_applied);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->statsd.enabled);
+  EXPECT_EQ(s->statsd.host, "10.0.0.9");
+  EXPECT_EQ(s->statsd.port, 9999);
+  EXPECT_EQ(s->statsd.flush_interval, std::chrono::seconds(3));
+  EXPECT_FLOAT_EQ(s->near_limit_ratio, 0.5f);
+  EXPECT_EQ(s->key_prefix, "flag_");
+  EXPECT_TRUE(s->force_start);
+  EXPECT_FALSE(s->healthy_with_one_config);
+  EXPECT_TRUE(s->ignore_dotfiles);
+  EXPECT_EQ(s->prometheus, "127.0.0.1:9102");
+  EXPECT_EQ(s->prometheus_path, "/m");
+  EXPECT_EQ(s->grpc_max_connection_age, std::chrono::minutes(5));
+  EXPECT_EQ(s->redis_startup_max_elapsed, std::chrono::seconds(7));
+}
+
+TEST(Settings, DisableStatsTurnsStatsdAndPrometheusOff) {
+  auto vars = kRedisTcp;
+  vars.insert({{"DISABLE_STATS", "true"}, {"USE_PROMETHEUS", "true"}});
+  absl::StatusOr<ServerSettings> s = Apply(vars);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->disable_stats);
+  EXPECT_FALSE(s->statsd.enabled);
+  EXPECT_TRUE(s->prometheus.empty());
 }
 
 TEST(Settings, ListenersStatsAndRuntimeFromVariables) {
@@ -238,6 +299,17 @@ TEST(Settings, ReferenceVariableNamesAreAllKnown) {
   ServerSettings settings;
   settings.config = "/c";
   EXPECT_TRUE(Apply(empty, {"--config"}, settings).ok());
+}
+
+// Verifies docs/compatibility.md's migration table has a row for every variable of the reference.
+TEST(Settings, EveryReferenceVariableHasAMigrationRow) {
+  std::ifstream in(std::string(SLUICE_SOURCE_DIR) + "/docs/compatibility.md");
+  ASSERT_TRUE(in.good());
+  std::stringstream doc;
+  doc << in.rdbuf();
+  for (std::string_view name : ReferenceVariableNames()) {
+    EXPECT_THAT(doc.str(), HasSubstr("\n| `" + std::string(name) + "` |")) << name;
+  }
 }
 
 TEST(GoValues, DurationsBoolsAndMaps) {

@@ -17,7 +17,8 @@ extern char** environ;
 namespace sluice::testing {
 
 absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
-    const std::vector<std::string>& argv, const std::string& log_path) {
+    const std::vector<std::string>& argv, const std::string& log_path,
+    const std::optional<std::vector<std::string>>& env) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
@@ -28,8 +29,13 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
   args.reserve(copy.size() + 1);
   for (std::string& a : copy) args.push_back(a.data());
   args.push_back(nullptr);
+  std::vector<std::string> env_copy = env.value_or(std::vector<std::string>{});
+  std::vector<char*> env_ptrs;
+  for (std::string& e : env_copy) env_ptrs.push_back(e.data());
+  env_ptrs.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(),
+                             env.has_value() ? env_ptrs.data() : environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) return absl::InternalError(absl::StrCat("cannot spawn ", argv[0]));
   return std::unique_ptr<ChildProcess>(new ChildProcess(pid));
@@ -59,13 +65,14 @@ int ChildProcess::Wait(int timeout_ms) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-absl::StatusOr<std::pair<int, std::string>> RunToExit(const std::vector<std::string>& argv,
-                                                      int timeout_ms) {
+absl::StatusOr<std::pair<int, std::string>> RunToExit(
+    const std::vector<std::string>& argv, int timeout_ms,
+    const std::optional<std::vector<std::string>>& env) {
   std::string tmpl = "/tmp/sluice-run-XXXXXX";
   const int fd = mkstemp(tmpl.data());
   if (fd < 0) return absl::InternalError("mkstemp failed");
   close(fd);
-  absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(argv, tmpl);
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(argv, tmpl, env);
   if (!child.ok()) return child.status();
   const int code = (*child)->Wait(timeout_ms);
   std::ifstream in(tmpl);

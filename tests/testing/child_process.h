@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,11 @@ namespace sluice::testing {
 
 class ChildProcess {
  public:
-  // Starts `argv` with stdout and stderr appended to `log_path`.
-  static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(const std::vector<std::string>& argv,
-                                                             const std::string& log_path);
+  // Starts `argv` with stdout and stderr appended to `log_path`, in this process's environment or,
+  // when given, in exactly `env` ("NAME=value" each).
+  static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(
+      const std::vector<std::string>& argv, const std::string& log_path,
+      const std::optional<std::vector<std::string>>& env = std::nullopt);
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
   ~ChildProcess();
@@ -39,9 +42,11 @@ class ChildProcess {
 
 // RunToExit()
 //
-// Runs `argv` to completion (killed after `timeout_ms`) and returns {exit status, combined output}.
-absl::StatusOr<std::pair<int, std::string>> RunToExit(const std::vector<std::string>& argv,
-                                                      int timeout_ms);
+// Runs `argv` to completion (killed after `timeout_ms`) and returns {exit status, combined output};
+// `env` as for ChildProcess::Start().
+absl::StatusOr<std::pair<int, std::string>> RunToExit(
+    const std::vector<std::string>& argv, int timeout_ms,
+    const std::optional<std::vector<std::string>>& env = std::nullopt);
 
 // Polls `condition` every 20 ms until it is true or `timeout_ms` passes; returns its last value.
 // For waiting on another process (a server starting, a file being reloaded), where no clock can be

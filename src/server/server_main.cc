@@ -1,0 +1,310 @@
+#include "src/server/server_main.h"
+
+#include <atomic>
+#include <csignal>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "spdlog/spdlog.h"
+#include <grpc/support/log.h>
+
+#include "sluice/failure_policy.h"
+
+#include "src/server/config_watcher.h"
+#include "src/server/grpc_server.h"
+#include "src/server/health.h"
+#include "src/server/http_api.h"
+#include "src/server/http_server.h"
+#include "src/server/json_log_format.h"
+#include "src/server/listeners.h"
+#include "src/server/metrics.h"
+#include "src/server/per_second_store.h"
+#include "src/server/rate_limit_service.h"
+#include "src/server/statsd_sink.h"
+#include "src/server/store_factory.h"
+#include "src/util/strings.h"
+
+namespace sluice::server {
+namespace {
+
+using ::sluice::internal::StdView;
+
+// gRPC's own lines (gpr_log), through spdlog: with LOG_FORMAT=json they are JSON too.
+void LogGrpcLine(gpr_log_func_args* args) {
+  switch (args->severity) {
+    case GPR_LOG_SEVERITY_DEBUG:
+      spdlog::debug("grpc: {}", args->message);
+      break;
+    case GPR_LOG_SEVERITY_INFO:
+      spdlog::info("grpc: {}", args->message);
+      break;
+    default:
+      spdlog::error("grpc: {}", args->message);
+  }
+}
+
+// The decision store and what /healthcheck probes: the main store, and with a per-second store
+// (REDIS_PERSECOND) both behind a PerSecondStore.
+struct Stores {
+  StoreHandles main;
+  std::optional<StoreHandles> per_second;
+  std::unique_ptr<PerSecondStore> split;
+
+  Store& decisions() { return split != nullptr ? *split : static_cast<Store&>(*main.store); }
+  std::vector<Store*> health() {
+    std::vector<Store*> out = {main.health_store};
+    if (per_second.has_value()) out.push_back(per_second->health_store);
+    return out;
+  }
+};
+
+absl::StatusOr<Stores> MakeStores(const ServerSettings& s) {
+  absl::StatusOr<FailureMode> mode = ParseFailureMode(s.failure_mode);
+  if (!mode.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--failure-mode: ", mode.status().message()));
+  }
+  const StoreFactoryOptions options{
+      .policy = FailurePolicy{.mode = *mode, .expected_instances = s.expected_instances},
+      .memory = MemoryStoreOptions{.max_bytes = s.memory_store_max_bytes},
+      .key_prefix = s.key_prefix,
+      .startup_wait = s.redis_startup_max_elapsed};
+  Stores stores;
+  absl::StatusOr<StoreHandles> main = MakeStore(s.store, options);
+  if (!main.ok()) {
+    return absl::Status(main.status().code(), absl::StrCat("--store: ", main.status().message()));
+  }
+  stores.main = *std::move(main);
+  spdlog::info("store: {} (failure mode {})", stores.main.description, s.failure_mode);
+  if (!s.per_second_store.empty()) {
+    absl::StatusOr<StoreHandles> per_second = MakeStore(s.per_second_store, options);
+    if (!per_second.ok()) {
+      return absl::Status(per_second.status().code(),
+                          absl::StrCat("--per-second-store: ", per_second.status().message()));
+    }
+    stores.per_second = *std::move(per_second);
+    stores.split = std::make_unique<PerSecondStore>(*stores.main.store, *stores.per_second->store);
+    spdlog::info("per-second store: {}", stores.per_second->description);
+  }
+  return stores;
+}
+
+// Starts an HTTP listener at `address` (named `what` in errors).
+absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(std::string_view what,
+                                                      const std::string& address, int threads,
+                                                      HttpServer::Handler handler) {
+  absl::StatusOr<ListenAddress> parsed = ParseListenAddress(what, address);
+  if (!parsed.ok()) return parsed.status();
+  auto server = std::make_unique<HttpServer>(
+      HttpServerOptions{.address = parsed->host, .port = parsed->port, .threads = threads},
+      std::move(handler));
+  if (absl::Status s = server->Start(); !s.ok()) return s;
+  spdlog::info("{} listening on {}:{}", what, parsed->host, server->port());
+  return server;
+}
+
+// Exit status for a set-up failure: 2 for a bad setting, 1 for anything else.
+int ExitStatusFor(const absl::Status& s) { return absl::IsInvalidArgument(s) ? 2 : 1; }
+
+timespec Timespec(int ms) {
+  return timespec{.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1'000'000L};
+}
+
+}  // namespace
+
+absl::Status SetUpLogging(const ServerSettings& settings) {
+  const spdlog::level::level_enum level = spdlog::level::from_str(settings.log_level);
+  // spdlog turns an unknown name into "off"; an unknown name must not silence the service.
+  if (level == spdlog::level::off && settings.log_level != "off") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown log level '", settings.log_level, "'"));
+  }
+  if (settings.log_format == "json") {
+    spdlog::set_formatter(std::make_unique<JsonLogFormatter>());
+  } else if (settings.log_format != "text") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown log format '", settings.log_format, "' (text or json)"));
+  }
+  spdlog::set_level(level);
+  gpr_set_log_function(&LogGrpcLine);
+  return absl::OkStatus();
+}
+
+int ValidateConfig(const std::string& path, const ConfigLoadOptions& options) {
+  absl::StatusOr<std::shared_ptr<const RateLimitConfig>> config =
+      LoadRateLimitConfig(path, options);
+  if (!config.ok()) {
+    std::cerr << StdView(config.status().message()) << "\n";
+    return 1;
+  }
+  std::cout << "OK: " << path << "\n" << (*config)->Dump();
+  return 0;
+}
+
+int RunServer(const ServerSettings& settings) {
+  // Debian builds Abseil without NDEBUG, so every absl::Mutex lock (gRPC takes several per call)
+  // also updates a global lock-order graph: about a tenth of sluiced's CPU under gRPC load.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  for (const std::string& note : settings.notes) spdlog::warn("settings: {}", note);
+
+  // Signals are taken synchronously by the main thread; block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, s);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<Stores> stores = MakeStores(settings);
+  if (!stores.ok()) {
+    spdlog::error("{}", StdView(stores.status().message()));
+    return ExitStatusFor(stores.status());
+  }
+
+  Metrics metrics;
+  RateLimitService service(stores->decisions(), metrics,
+                           RateLimitServiceOptions{
+                               .response_headers = settings.response_headers,
+                               .header_names = settings.header_names,
+                               .global_shadow_mode = settings.shadow_mode,
+                               .global_quota_mode = settings.quota_mode,
+                               .near_limit_ratio = settings.near_limit_ratio,
+                               .over_limit_cache_entries = settings.local_cache_entries,
+                               .over_limit_cache_bytes = settings.local_cache_bytes,
+                           });
+  const ConfigLoadOptions load_options{.merge_domains = settings.merge_domains,
+                                       .ignore_dotfiles = settings.ignore_dotfiles};
+  auto load = [&](const char* why) {
+    absl::StatusOr<std::shared_ptr<const RateLimitConfig>> config =
+        LoadRateLimitConfig(settings.config, load_options);
+    metrics.CountConfigLoad(config.ok());
+    if (!config.ok()) {
+      spdlog::error("config {} rejected, keeping the previous one: {}", why,
+                    StdView(config.status().message()));
+      return false;
+    }
+    service.SetConfig(*std::move(config));
+    spdlog::info("config {}: loaded {} (domains: {})", why, settings.config,
+                 absl::StrJoin(service.config()->Domains(), ", "));
+    return true;
+  };
+  // Fingerprint the files before reading them: a change that lands between the two is then seen
+  // by the first poll instead of being mistaken for the state already loaded.
+  ConfigWatcher watcher(settings.config);
+  if (!load("at start")) {
+    if (!settings.force_start) return 1;
+    spdlog::warn("starting without a config (force start); unhealthy until one loads");
+  }
+
+  Health health(service, stores->health(),
+                HealthOptions{.require_domain = settings.healthy_with_one_config});
+  HttpApi api(service, metrics, health,
+              HttpApiOptions{.metrics_path = settings.disable_stats ? "" : "/metrics"});
+  // gRPC first: once /healthcheck answers, every listener is up.
+  GrpcServer grpc(
+      GrpcServerOptions{.address = settings.grpc,
+                        .max_connection_age = settings.grpc_max_connection_age,
+                        .max_connection_age_grace = settings.grpc_max_connection_age_grace,
+                        .tls_cert_file = settings.grpc_tls_cert,
+                        .tls_key_file = settings.grpc_tls_key,
+                        .tls_client_ca_file = settings.grpc_tls_client_ca},
+      service);
+  if (absl::Status s = grpc.Start(); !s.ok()) {
+    spdlog::error("--grpc: {}", StdView(s.message()));
+    return ExitStatusFor(s);
+  }
+  // gRPC health follows /healthcheck: not serving until the first check says otherwise, then set
+  // on every change that a check (periodic, or one asked over HTTP) or SIGTERM brings.
+  grpc.SetServing(false);
+  health.OnChange([&grpc](bool healthy) {
+    spdlog::info("health: {}", healthy ? "serving" : "not serving");
+    grpc.SetServing(healthy);
+  });
+  // Before `grpc` goes, on every path out: a check completing late must not reach it.
+  absl::Cleanup forget_grpc = [&health] { health.OnChange(nullptr); };
+  std::vector<std::unique_ptr<HttpServer>> http_servers;
+  auto start_http = [&](std::string_view what, const std::string& address, int threads,
+                        HttpServer::Handler handler) {
+    absl::StatusOr<std::unique_ptr<HttpServer>> server =
+        StartHttp(what, address, threads, std::move(handler));
+    if (!server.ok()) {
+      spdlog::error("{}", StdView(server.status().message()));
+      return ExitStatusFor(server.status());
+    }
+    http_servers.push_back(*std::move(server));
+    return 0;
+  };
+  if (int rc = start_http("--http", settings.http, settings.http_threads,
+                          [&api](const HttpRequest& req, HttpServer::Respond respond) {
+                            api.Handle(req, std::move(respond));
+                          });
+      rc != 0) {
+    return rc;
+  }
+  if (!settings.debug.empty()) {
+    if (int rc = start_http("--debug", settings.debug, 1, DebugHandler(service)); rc != 0) {
+      return rc;
+    }
+  }
+  if (!settings.prometheus.empty() && !settings.disable_stats) {
+    if (int rc = start_http("--prometheus", settings.prometheus, 1,
+                            PrometheusHandler(metrics, settings.prometheus_path));
+        rc != 0) {
+      return rc;
+    }
+  }
+
+  auto in_flight = std::make_shared<std::atomic<bool>>(false);
+  auto check_health = [&health, in_flight] {
+    // One periodic check at a time: a store that hangs until its deadline is not asked again
+    // meanwhile, and the main thread never waits for it (SIGTERM is handled at once).
+    if (in_flight->exchange(true)) return;
+    health.Check([in_flight](const HealthResult&) { in_flight->store(false); });
+  };
+  check_health();
+  spdlog::info("sluiced serving: HTTP on {}, gRPC on {}", settings.http, settings.grpc);
+
+  std::unique_ptr<StatsdSink> statsd;
+  if (settings.statsd.enabled && !settings.disable_stats) {
+    statsd = std::make_unique<StatsdSink>(metrics, settings.statsd);
+    if (absl::Status s = statsd->Start(); !s.ok()) {
+      spdlog::error("statsd: {}", StdView(s.message()));
+      return 1;
+    }
+    spdlog::info("statsd: {}:{} every {} ms", settings.statsd.host, settings.statsd.port,
+                 settings.statsd.flush_interval.count());
+  }
+
+  for (;;) {
+    const timespec timeout = Timespec(settings.config_poll_ms);
+    const int sig = sigtimedwait(&signals, nullptr, &timeout);
+    if (sig == SIGHUP) {
+      watcher.Poll();  // Before loading, for the same reason as at start.
+      load("on SIGHUP");
+    } else if (sig == SIGINT || sig == SIGTERM) {
+      spdlog::info("{}: draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      health.MarkTerminating();
+      if (sig == SIGTERM && settings.drain_ms > 0) {
+        // Health is already failing; give load balancers time to notice before closing.
+        const timespec drain = Timespec(settings.drain_ms);
+        nanosleep(&drain, nullptr);
+      }
+      break;
+    } else if (watcher.Poll()) {
+      load("on change");
+    }
+    check_health();
+  }
+  health.OnChange(nullptr);
+  grpc.Stop();
+  for (auto& server : http_servers) server->Stop();
+  if (statsd != nullptr) statsd->Stop();
+  spdlog::info("sluiced stopped");
+  return 0;
+}
+
+}  // namespace sluice::server
