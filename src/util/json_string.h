@@ -81,12 +81,19 @@ inline void AppendU16Escape(uint32_t unit, std::string* out) {
 
 }  // namespace json_string_internal
 
+// What AppendJsonString() does with bytes that are not UTF-8 (JSON text must be UTF-8).
+enum class InvalidUtf8 {
+  kFail,     // Stop and return false: the caller decides (protobuf silently drops such bytes).
+  kReplace,  // Write U+FFFD for each byte of an invalid sequence, as log shippers expect.
+};
+
 // AppendJsonString()
 //
 // Appends `s` as a quoted JSON string, escaped exactly as protobuf 3.21 escapes strings in JSON
 // (so /json answers match the gRPC-gateway bytes). Returns false, having appended a part, when `s`
-// is not valid UTF-8: the caller decides (protobuf silently drops such bytes).
-inline bool AppendJsonString(std::string_view s, std::string* out) {
+// is not valid UTF-8 and `invalid` is kFail; always true with kReplace.
+inline bool AppendJsonString(std::string_view s, std::string* out,
+                             InvalidUtf8 invalid = InvalidUtf8::kFail) {
   out->push_back('"');
   size_t i = 0;
   while (i < s.size()) {
@@ -102,7 +109,12 @@ inline bool AppendJsonString(std::string_view s, std::string* out) {
     if (i == s.size()) break;
     const size_t start = i;
     const int32_t cp = json_string_internal::NextCodePoint(s, &i);
-    if (cp < 0) return false;
+    if (cp < 0) {
+      if (invalid == InvalidUtf8::kFail) return false;
+      out->append("\\ufffd");
+      i = start + 1;
+      continue;
+    }
     switch (cp) {
       case '"':
         out->append("\\\"");
