@@ -97,6 +97,15 @@ void HttpApi::HandleHealth(HttpServer::Respond respond) {
     std::move(respond)(ErrorResponse(kUnhealthy, "no_config", "no rate limit config loaded"));
     return;
   }
+  {
+    internal::MutexLock lock(&mu_);
+    if (listener_health_) {
+      if (absl::Status s = listener_health_(); !s.ok()) {
+        std::move(respond)(ErrorResponse(kUnhealthy, "listener_dead", std::string(s.message())));
+        return;
+      }
+    }
+  }
   // A peek writes nothing but runs the same path as a real check (for Redis: EVALSHA, with
   // NOSCRIPT recovery), so a server that answers PING but cannot run our scripts is unhealthy.
   health_store_.CheckAsync(

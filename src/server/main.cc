@@ -22,6 +22,7 @@
 #include "sluice/version.h"
 
 #include "src/server/config_watcher.h"
+#include "src/server/fd_limit.h"
 #include "src/server/grpc_server.h"
 #include "src/server/http_api.h"
 #include "src/server/http_server.h"
@@ -49,6 +50,9 @@ struct Flags {
   int http_threads = 2;
   int config_poll_ms = 1000;
   int drain_ms = 2000;
+  size_t http_max_connections = 0;  // 0: FdBudget() of the raised descriptor limit.
+  size_t grpc_max_connections = 0;
+  size_t grpc_max_in_flight = GrpcServerOptions{}.max_in_flight;
 };
 
 absl::StatusOr<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& s) {
@@ -87,6 +91,13 @@ int Run(const Flags& flags) {
   sigemptyset(&signals);
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<FdLimit> fds = RaiseFdLimit();
+  if (fds.ok())
+    spdlog::info("file descriptors: {} (soft limit was {})", fds->soft, fds->soft_before);
+  if (!fds.ok()) spdlog::warn("file descriptors: {}", internal::StdView(fds.status().message()));
+  const size_t fd_budget = FdBudget(fds.ok() ? fds->soft : 1024);
+  auto cap = [fd_budget](size_t flag) { return flag > 0 ? flag : fd_budget; };
 
   absl::StatusOr<FailureMode> mode = ParseFailureMode(flags.failure_mode);
   if (!mode.ok()) {
@@ -134,16 +145,26 @@ int Run(const Flags& flags) {
     return 2;
   }
   HttpApi api(service, metrics, *stores->health_store);
-  HttpServer http(
-      {.address = http_addr->first, .port = http_addr->second, .threads = flags.http_threads},
-      [&api](const HttpRequest& req, HttpServer::Respond respond) {
-        api.Handle(req, std::move(respond));
-      });
+  HttpServer http({.address = http_addr->first,
+                   .port = http_addr->second,
+                   .threads = flags.http_threads,
+                   .max_connections = cap(flags.http_max_connections)},
+                  [&api](const HttpRequest& req, HttpServer::Respond respond) {
+                    api.Handle(req, std::move(respond));
+                  });
   if (absl::Status s = http.Start(); !s.ok()) {
     spdlog::error("{}", internal::StdView(s.message()));
     return 1;
   }
-  GrpcServer grpc(flags.grpc, service);
+  GrpcServer grpc(GrpcServerOptions{.address = flags.grpc,
+                                    .max_in_flight = flags.grpc_max_in_flight,
+                                    .max_connections = cap(flags.grpc_max_connections)},
+                  service);
+  api.SetListenerHealth([&http, &grpc] {
+    absl::Status s = http.ListenerHealth();
+    s.Update(grpc.ListenerHealth());
+    return s;
+  });
   if (absl::Status s = grpc.Start(); !s.ok()) {
     spdlog::error("{}", internal::StdView(s.message()));
     return 1;
@@ -155,6 +176,8 @@ int Run(const Flags& flags) {
     timespec timeout{.tv_sec = flags.config_poll_ms / 1000,
                      .tv_nsec = (flags.config_poll_ms % 1000) * 1'000'000L};
     const int sig = sigtimedwait(&signals, nullptr, &timeout);
+    grpc.SetServing(sig != SIGTERM && sig != SIGINT && http.ListenerHealth().ok() &&
+                    grpc.ListenerHealth().ok());
     if (sig == SIGHUP) {
       watcher.Poll();  // Before loading, for the same reason as at start.
       load("on SIGHUP");
@@ -214,6 +237,15 @@ int Main(int argc, char** argv) {
   app.add_option("--config-poll-ms", flags.config_poll_ms, "How often to check the config files")
       ->capture_default_str();
   app.add_option("--drain-ms", flags.drain_ms, "After SIGTERM, fail health checks this long")
+      ->capture_default_str();
+  for (auto [name, field] : {std::pair{"--http-max-connections", &flags.http_max_connections},
+                             std::pair{"--grpc-max-connections", &flags.grpc_max_connections}}) {
+    app.add_option(name, *field,
+                   "Open connections beyond which new ones are closed at once "
+                   "(0: a quarter of the file descriptor limit, at most 10000)");
+  }
+  app.add_option("--grpc-max-in-flight", flags.grpc_max_in_flight,
+                 "Decisions in flight beyond which gRPC calls get RESOURCE_EXHAUSTED")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (print_version) {
