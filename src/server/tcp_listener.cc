@@ -84,10 +84,11 @@ void TcpListener::OnAccepted(const boost::system::error_code& ec, Socket socket)
     failing_since_us_.store(0);
     if (open_connections_() >= options_.max_connections) {
       // Accepted only to be closed: the client learns at once, and the backlog does not fill
-      // with connections that would wait there for a slot.
+      // with connections that would wait there for a slot. Counted first, so that a client
+      // that sees the close also sees the count.
+      const uint64_t rejected = rejected_over_cap_.fetch_add(1) + 1;
       boost::system::error_code ignored;
       socket.close(ignored);
-      const uint64_t rejected = rejected_over_cap_.fetch_add(1) + 1;
       if (internal::LogPermit p = log_.Acquire(); p.log) {
         spdlog::warn("{}: {} connections open, the cap; closing new connections ({} so far){}",
                      options_.name, options_.max_connections, rejected,
