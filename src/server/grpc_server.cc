@@ -40,8 +40,8 @@ grpc::Status ToGrpcStatus(const absl::Status& s) {
 }
 
 // ShouldRateLimit registered raw: the request arrives as bytes and is parsed here, so bytes that
-// are not a RateLimitRequest are the caller's error (INVALID_ARGUMENT), not gRPC's (INTERNAL, with
-// a log line per call).
+// are not a RateLimitRequest are the caller's error (INVALID_ARGUMENT); gRPC 1.51's generated
+// handler answers a failed parse UNIMPLEMENTED, with no message.
 class CallbackService final
     : public envoy::service::ratelimit::v3::RateLimitService::WithRawCallbackMethod_ShouldRateLimit<
           envoy::service::ratelimit::v3::RateLimitService::Service> {
