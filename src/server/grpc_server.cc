@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -171,8 +172,9 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   if (!in.good() && !in.eof()) {
     return absl::InvalidArgumentError(absl::StrCat("grpc tls: cannot read ", path));
   }
-  if (out.empty())
+  if (out.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("grpc tls: empty or missing ", path));
+  }
   return out;
 }
 
@@ -210,7 +212,19 @@ struct GrpcServer::Impl {
 GrpcServer::GrpcServer(GrpcServerOptions options, RateLimitService& service)
     : options_(std::move(options)), service_(service) {}
 
-GrpcServer::~GrpcServer() { Stop(); }
+GrpcServer::~GrpcServer() {
+  // Stop() throws only when the listener thread cannot be joined (std::system_error), which
+  // leaves no state to carry on from: say why, then end the process as the exception would have.
+  try {
+    Stop();
+  } catch (const std::exception& e) {
+    spdlog::critical("grpc: stopping the server failed: {}", e.what());
+    std::terminate();
+  } catch (...) {
+    spdlog::critical("grpc: stopping the server failed");
+    std::terminate();
+  }
+}
 
 namespace {
 

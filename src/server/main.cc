@@ -92,10 +92,12 @@ int Run(const Flags& flags) {
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  absl::StatusOr<FdLimit> fds = RaiseFdLimit();
-  if (fds.ok())
+  absl::StatusOr<FdLimit> fds = RaiseFdLimit();  // The connection caps derive from it.
+  if (fds.ok()) {
     spdlog::info("file descriptors: {} (soft limit was {})", fds->soft, fds->soft_before);
-  if (!fds.ok()) spdlog::warn("file descriptors: {}", internal::StdView(fds.status().message()));
+  } else {
+    spdlog::warn("file descriptors: {}", internal::StdView(fds.status().message()));
+  }
   const size_t fd_budget = FdBudget(fds.ok() ? fds->soft : 1024);
   auto cap = [fd_budget](size_t flag) { return flag > 0 ? flag : fd_budget; };
 
@@ -217,8 +219,8 @@ int Main(int argc, char** argv) {
                  "Failure mode local: divide limits by this many instances")
       ->capture_default_str();
   app.add_option("--log-level", flags.log_level, "trace|debug|info|warn|error|critical|off")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "critical",
-                             "off"}))
+      ->check(
+          CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "critical", "off"}))
       ->capture_default_str();
   bool print_version = false;
   app.add_flag("--version", print_version, "Print the version and how it was built, and exit");
