@@ -1,15 +1,34 @@
 #include "src/server/grpc_server.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "spdlog/spdlog.h"
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/server_posix.h>
+#include <sys/stat.h>
+
+#include "sluice/clock.h"
+
+#include "src/util/log_throttle.h"
 
 namespace sluice::server {
 namespace {
@@ -21,30 +40,131 @@ grpc::Status ToGrpcStatus(const absl::Status& s) {
   return {static_cast<grpc::StatusCode>(s.code()), std::string(s.message())};
 }
 
+// ShouldRateLimit registered raw: the request arrives as bytes and is parsed here, so bytes that
+// are not a RateLimitRequest are the caller's error (INVALID_ARGUMENT); gRPC 1.51's generated
+// handler answers a failed parse UNIMPLEMENTED, with no message.
 class CallbackService final
-    : public envoy::service::ratelimit::v3::RateLimitService::CallbackService {
+    : public envoy::service::ratelimit::v3::RateLimitService::WithRawCallbackMethod_ShouldRateLimit<
+          envoy::service::ratelimit::v3::RateLimitService::Service> {
  public:
-  explicit CallbackService(RateLimitService& service) : service_(service) {}
+  CallbackService(RateLimitService& service, size_t max_in_flight)
+      : service_(service), max_in_flight_(max_in_flight) {}
 
   grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context,
-                                            const RateLimitRequest* request,
-                                            RateLimitResponse* response) override {
+                                            const grpc::ByteBuffer* request_bytes,
+                                            grpc::ByteBuffer* response_bytes) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    service_.ShouldRateLimit(*request,
-                             [reactor, response](absl::StatusOr<RateLimitResponse> result) mutable {
-                               if (!result.ok()) {
-                                 reactor->Finish(ToGrpcStatus(result.status()));
-                                 return;
-                               }
-                               *response = *std::move(result);
-                               reactor->Finish(grpc::Status::OK);
-                             });
+    // Counted before anything else, so that the bound holds however many calls arrive at once.
+    if (in_flight_.fetch_add(1) >= max_in_flight_) {
+      in_flight_.fetch_sub(1);
+      const uint64_t rejected = rejected_in_flight_.fetch_add(1) + 1;
+      if (internal::LogPermit p = flood_log_.Acquire(); p.log) {
+        spdlog::warn(
+            "grpc: {} decisions in flight, the limit; answering RESOURCE_EXHAUSTED ({} so "
+            "far){}",
+            max_in_flight_, rejected, internal::SuppressedNote(p.suppressed));
+      }
+      reactor->Finish(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("sluiced: ", max_in_flight_, " decisions in flight; try again")));
+      return reactor;
+    }
+    RateLimitRequest request;
+    // Deserialize() consumes its buffer; a copy shares the slices.
+    grpc::ByteBuffer copy(*request_bytes);
+    const size_t size = copy.Length();
+    if (!grpc::SerializationTraits<RateLimitRequest>::Deserialize(&copy, &request).ok()) {
+      in_flight_.fetch_sub(1);
+      unparsable_.fetch_add(1);
+      if (internal::LogPermit p = parse_log_.Acquire(); p.log) {
+        spdlog::warn("grpc: ShouldRateLimit from {}: {} bytes that are not a RateLimitRequest{}",
+                     context->peer(), size, internal::SuppressedNote(p.suppressed));
+      }
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "request is not a valid RateLimitRequest"));
+      return reactor;
+    }
+    service_.ShouldRateLimit(
+        request, [this, reactor, response_bytes](absl::StatusOr<RateLimitResponse> result) mutable {
+          in_flight_.fetch_sub(1);
+          if (!result.ok()) {
+            reactor->Finish(ToGrpcStatus(result.status()));
+            return;
+          }
+          bool own_buffer = false;
+          reactor->Finish(grpc::SerializationTraits<RateLimitResponse>::Serialize(
+              *result, response_bytes, &own_buffer));
+        });
     return reactor;
   }
 
+  size_t in_flight() const { return in_flight_.load(); }
+  uint64_t rejected_in_flight() const { return rejected_in_flight_.load(); }
+  uint64_t unparsable() const { return unparsable_.load(); }
+
  private:
   RateLimitService& service_;
+  const size_t max_in_flight_;
+  std::atomic<size_t> in_flight_{0};
+  std::atomic<uint64_t> rejected_in_flight_{0};
+  std::atomic<uint64_t> unparsable_{0};
+  internal::LogThrottle flood_log_;  // One line a second each.
+  internal::LogThrottle parse_log_;
 };
+
+// Connections sluiced accepted and handed to gRPC, which closes them without telling: each is
+// remembered by descriptor and socket inode, and counted open while that descriptor still names
+// that socket (a reused descriptor names another inode).
+class HandedConnections {
+ public:
+  void Add(int fd) {
+    struct stat st {};
+    if (fstat(fd, &st) == 0) open_.push_back({fd, st.st_ino});
+  }
+
+  // Forgets the closed ones once the list reaches `cap`; at most one sweep per 50 ms, so that a
+  // flood at the cap costs a sweep per 50 ms rather than per connection.
+  size_t Count(size_t cap) {
+    if (open_.size() < cap) return open_.size();
+    const std::chrono::steady_clock::time_point now = Clock::Real().Now();
+    if (now - last_sweep_ < std::chrono::milliseconds(50)) return open_.size();
+    last_sweep_ = now;
+    std::erase_if(open_, [](const Handed& h) {
+      struct stat st {};
+      return fstat(h.fd, &st) != 0 || st.st_ino != h.inode || !S_ISSOCK(st.st_mode);
+    });
+    return open_.size();
+  }
+
+ private:
+  struct Handed {
+    int fd;
+    ino_t inode;
+  };
+  std::vector<Handed> open_;
+  std::chrono::steady_clock::time_point last_sweep_{};
+};
+
+// The address when sluiced can listen itself: plain TCP on an IP literal ("1.2.3.4:80",
+// "[::1]:80"); nullopt otherwise.
+std::optional<std::pair<std::string, uint16_t>> OwnListenAddress(const GrpcServerOptions& o) {
+  if (!o.tls_cert_file.empty() || !o.tls_key_file.empty()) return std::nullopt;
+  const size_t colon = o.address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(o.address).substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return std::nullopt;
+  }
+  std::string host = o.address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(host, ec);
+  if (ec) return std::nullopt;
+  return std::make_pair(host, static_cast<uint16_t>(port));
+}
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -52,8 +172,9 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   if (!in.good() && !in.eof()) {
     return absl::InvalidArgumentError(absl::StrCat("grpc tls: cannot read ", path));
   }
-  if (out.empty())
+  if (out.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("grpc tls: empty or missing ", path));
+  }
   return out;
 }
 
@@ -77,36 +198,95 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const GrpcS
 }  // namespace
 
 struct GrpcServer::Impl {
-  explicit Impl(RateLimitService& service) : callback_service(service) {}
+  Impl(RateLimitService& service, size_t max_in_flight)
+      : callback_service(service, max_in_flight) {}
   CallbackService callback_service;
   std::unique_ptr<grpc::Server> server;
+  // When sluiced accepts the connections itself.
+  boost::asio::io_context listener_context{1};
+  std::unique_ptr<TcpListener> listener;
+  HandedConnections handed;  // On the listener's thread.
+  std::thread listener_thread;
 };
 
 GrpcServer::GrpcServer(GrpcServerOptions options, RateLimitService& service)
     : options_(std::move(options)), service_(service) {}
 
-GrpcServer::~GrpcServer() { Stop(); }
+GrpcServer::~GrpcServer() {
+  // Stop() throws only when the listener thread cannot be joined (std::system_error), which
+  // leaves no state to carry on from: say why, then end the process as the exception would have.
+  try {
+    Stop();
+  } catch (const std::exception& e) {
+    spdlog::critical("grpc: stopping the server failed: {}", e.what());
+    std::terminate();
+  } catch (...) {
+    spdlog::critical("grpc: stopping the server failed");
+    std::terminate();
+  }
+}
+
+namespace {
+
+int ClampToInt(std::chrono::milliseconds d) {
+  return static_cast<int>(std::min<int64_t>(d.count(), INT32_MAX));
+}
+
+}  // namespace
 
 absl::Status GrpcServer::Start() {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options_);
   if (!credentials.ok()) return credentials.status();
-  impl_ = std::make_unique<Impl>(service_);
+  impl_ = std::make_unique<Impl>(service_, options_.max_in_flight);
   // Process-wide, and read when a server is built: every server then serves grpc.health.v1.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.address, *credentials, &port_);
+  const std::optional<std::pair<std::string, uint16_t>> own = OwnListenAddress(options_);
+  if (own.has_value()) {
+    Impl& impl = *impl_;
+    impl.listener = std::make_unique<TcpListener>(
+        impl.listener_context,
+        TcpListenerOptions{.name = "grpc",
+                           .address = own->first,
+                           .port = own->second,
+                           .max_connections = options_.max_connections},
+        [&impl]() -> boost::asio::io_context& { return impl.listener_context; },
+        [&impl](TcpListener::Socket socket) {
+          boost::system::error_code ignored;
+          socket.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+          const int fd = socket.release(ignored);
+          if (fd < 0) return;
+          ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+          impl.handed.Add(fd);
+          grpc::AddInsecureChannelFromFd(impl.server.get(), fd);
+        },
+        [this, &impl] { return impl.handed.Count(options_.max_connections); });
+    if (absl::Status s = impl.listener->Listen(); !s.ok()) {
+      impl_.reset();
+      return s;
+    }
+    port_ = impl.listener->port();
+  } else {
+    builder.AddListeningPort(options_.address, *credentials, &port_);
+  }
   builder.RegisterService(&impl_->callback_service);
   // Bounded request size: a descriptor set is small.
   builder.SetMaxReceiveMessageSize(1 << 20);
+  grpc::ResourceQuota quota("sluiced-grpc");
+  quota.Resize(options_.memory_quota_bytes);
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
+  if (options_.max_connection_idle.count() > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                               ClampToInt(options_.max_connection_idle));
+  }
   if (options_.max_connection_age.count() > 0) {
-    builder.AddChannelArgument(
-        GRPC_ARG_MAX_CONNECTION_AGE_MS,
-        static_cast<int>(std::min<int64_t>(options_.max_connection_age.count(), INT32_MAX)));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               ClampToInt(options_.max_connection_age));
   }
   if (options_.max_connection_age_grace.count() > 0) {
-    builder.AddChannelArgument(
-        GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
-        static_cast<int>(std::min<int64_t>(options_.max_connection_age_grace.count(), INT32_MAX)));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               ClampToInt(options_.max_connection_age_grace));
   }
   impl_->server = builder.BuildAndStart();
   // A Unix socket reports no port; it is listening when the server built.
@@ -114,6 +294,10 @@ absl::Status GrpcServer::Start() {
   if (impl_->server == nullptr || (port_ == 0 && !unix_socket)) {
     impl_.reset();
     return absl::UnavailableError(absl::StrCat("grpc: cannot listen on ", options_.address));
+  }
+  if (impl_->listener != nullptr) {
+    // Accepting starts once the server exists to take the connections.
+    impl_->listener_thread = std::thread([&context = impl_->listener_context] { context.run(); });
   }
   SetServing(true);
   return absl::OkStatus();
@@ -127,8 +311,31 @@ void GrpcServer::SetServing(bool serving) {
   health->SetServingStatus("ratelimit", serving);
 }
 
+absl::Status GrpcServer::ListenerHealth() const {
+  if (impl_ == nullptr || impl_->server == nullptr) {
+    return absl::UnavailableError("grpc server is not running");
+  }
+  if (impl_->listener == nullptr) return absl::OkStatus();
+  return impl_->listener->Health();
+}
+
+GrpcServerStats GrpcServer::Stats() const {
+  if (impl_ == nullptr) return {};
+  return {.in_flight = impl_->callback_service.in_flight(),
+          .rejected_in_flight = impl_->callback_service.rejected_in_flight(),
+          .unparsable_requests = impl_->callback_service.unparsable(),
+          .listener = impl_->listener != nullptr ? impl_->listener->Stats() : TcpListenerStats{}};
+}
+
 void GrpcServer::Stop() {
   if (impl_ == nullptr || impl_->server == nullptr) return;
+  if (impl_->listener != nullptr) {
+    // No connection is handed to a server that is shutting down.
+    boost::asio::post(impl_->listener_context, [this] { impl_->listener->Close(); });
+    impl_->listener_context.stop();
+    if (impl_->listener_thread.joinable()) impl_->listener_thread.join();
+    impl_->listener->Close();
+  }
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   impl_->server->Wait();
   impl_.reset();

@@ -7,17 +7,34 @@
 // failure_mode_deny decides. Health answers for the server ("") and for "ratelimit", the name the
 // reference registers; SetServing() follows /healthcheck.
 //
-// Thread safety: Start() and Stop() from one thread; SetServing() from any.
+// What a flood meets (docs/reliability.md):
+// - Bytes that are not a RateLimitRequest: INVALID_ARGUMENT (the method is registered raw and
+//   parsed here), logged at most once a second.
+// - More than `max_in_flight` decisions waiting for the store: RESOURCE_EXHAUSTED at once, without
+//   calling the service.
+// - Memory: a grpc::ResourceQuota of `memory_quota_bytes`; streams per connection, idle
+//   connections and message sizes are bounded by the options below.
+// - Connections: on "host:port" with an IP literal and without TLS, sluiced accepts the
+//   connections itself (TcpListener: a cap, a backoff when descriptors run out, a health answer)
+//   and hands each to gRPC; gRPC 1.51's own listener stops for good after one failed accept
+//   (EMFILE), and nothing outside it can see that. With TLS, a Unix socket or a host name, gRPC
+//   listens itself: no cap, and ListenerHealth() cannot notice a dead listener.
+//
+// Thread safety: Start() and Stop() from one thread; SetServing(), ListenerHealth() and Stats()
+// from any.
 #ifndef SLUICE_SERVER_GRPC_SERVER_H_
 #define SLUICE_SERVER_GRPC_SERVER_H_
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 
 #include "src/server/rate_limit_service.h"
+#include "src/server/tcp_listener.h"
 
 namespace sluice::server {
 
@@ -33,6 +50,31 @@ struct GrpcServerOptions {
   std::string tls_cert_file{};
   std::string tls_key_file{};
   std::string tls_client_ca_file{};
+  // Decisions in flight (waiting for the store) beyond which a call is answered
+  // RESOURCE_EXHAUSTED at once. Default: 10,000.
+  size_t max_in_flight = 10'000;
+  // Open connections beyond which new ones are closed at once (only where sluiced accepts them
+  // itself, see above). Default: 10,000; sluiced derives its default from the descriptor limit.
+  size_t max_connections = 10'000;
+  // Concurrent calls (HTTP/2 streams) per connection. Default: 1,000.
+  int max_concurrent_streams = 1'000;
+  // A connection with no call for this long is closed (GOAWAY); this also closes connections
+  // that never send anything. 0: never. Default: 5 minutes.
+  std::chrono::milliseconds max_connection_idle = std::chrono::minutes(5);
+  // Memory gRPC may use for its buffers (grpc::ResourceQuota); under pressure it reads less and,
+  // on its own listener, drops new connections. Default: 256 MiB.
+  size_t memory_quota_bytes = size_t{256} << 20;
+};
+
+struct GrpcServerStats {
+  // Decisions waiting for the store now.
+  size_t in_flight = 0;
+  // Calls answered RESOURCE_EXHAUSTED because `max_in_flight` were in flight.
+  uint64_t rejected_in_flight = 0;
+  // Calls whose bytes were not a RateLimitRequest.
+  uint64_t unparsable_requests = 0;
+  // The listener's counters, when sluiced accepts the connections itself; else zeros.
+  TcpListenerStats listener{};
 };
 
 class GrpcServer {
@@ -53,6 +95,15 @@ class GrpcServer {
   // Sets grpc.health.v1.Health's answer. No-op before Start().
   void SetServing(bool serving);
   int port() const { return port_; }
+
+  // GrpcServer::ListenerHealth()
+  //
+  // Unavailable before Start() and after Stop(), and when the listener sluiced runs stopped
+  // accepting (TcpListener::Health()); OK otherwise, including whenever gRPC listens itself
+  // (then a dead listener goes unnoticed, see above).
+  absl::Status ListenerHealth() const;
+
+  GrpcServerStats Stats() const;
 
  private:
   struct Impl;

@@ -19,6 +19,7 @@ struct Health::State {
   internal::Mutex mu;
   std::optional<bool> last ABSL_GUARDED_BY(mu);
   Listener listener ABSL_GUARDED_BY(mu);
+  ListenerCheck listener_check ABSL_GUARDED_BY(mu);
 
   // Records `healthy`, telling the listener when it changed. Terminating wins over any result of
   // a check that started before it.
@@ -40,6 +41,11 @@ Health::Health(const RateLimitService& service, std::vector<Store*> stores, Heal
 void Health::MarkTerminating() {
   state_->terminating.store(true);
   state_->Report(false);
+}
+
+void Health::SetListenerHealth(ListenerCheck check) {
+  internal::MutexLock lock(&state_->mu);
+  state_->listener_check = std::move(check);
 }
 
 void Health::OnChange(Listener listener) {
@@ -94,6 +100,17 @@ void Health::Check(Callback done) {
   if (options_.require_domain && config->Domains().empty()) {
     finish(HealthResult{.reason = "no_domain", .message = "the loaded config names no domain"});
     return;
+  }
+  ListenerCheck listener_check;
+  {
+    internal::MutexLock lock(&state->mu);
+    listener_check = state->listener_check;
+  }
+  if (listener_check) {
+    if (absl::Status s = listener_check(); !s.ok()) {
+      finish(HealthResult{.reason = "listener_dead", .message = std::string(s.message())});
+      return;
+    }
   }
   CheckStores(std::make_shared<const std::vector<Store*>>(stores_), 0, std::move(finish));
 }

@@ -2,8 +2,8 @@
 // grpc.health.v1.Health.
 //
 // Healthy means: no SIGTERM received, a config loaded (with `require_domain`, one naming at least
-// one domain, the reference's HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED), and every store answering a
-// real check (a cost-0 peek through the same script path as a decision, not a PING). Each Check()
+// one domain, the reference's HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED), every listener accepting
+// (SetListenerHealth()), and every store answering a real check (a cost-0 peek through the same script path as a decision, not a PING). Each Check()
 // result, and MarkTerminating(), is compared with the last known state; a change is passed to the
 // OnChange() listener, which sluiced points at GrpcServer::SetServing(), so gRPC health follows
 // whatever /healthcheck last saw, and a periodic Check() keeps it current without HTTP traffic.
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
 
 #include "sluice/store.h"
 
@@ -39,7 +40,8 @@ struct HealthOptions {
 
 struct HealthResult {
   bool healthy = false;
-  // Why not: "terminating", "no_config", "no_domain" or "store_unavailable"; empty when healthy.
+  // Why not: "terminating", "no_config", "no_domain", "listener_dead" or "store_unavailable";
+  // empty when healthy.
   std::string reason{};
   std::string message{};
 };
@@ -48,6 +50,8 @@ class Health {
  public:
   using Listener = std::function<void(bool healthy)>;
   using Callback = absl::AnyInvocable<void(HealthResult) &&>;
+  // OK while every listener accepts; called on the checking thread, so it must be thread-safe.
+  using ListenerCheck = std::function<absl::Status()>;
 
   // `service` and every store must outlive the Health's Check() calls. `stores` are checked in
   // order; the first that fails decides the message.
@@ -66,6 +70,10 @@ class Health {
 
   // Sets the listener of changes (nullptr: none). It is first told on the next change.
   void OnChange(Listener listener);
+
+  // Makes Check() unhealthy ("listener_dead") while `check` returns an error (sluiced: its HTTP
+  // and gRPC listeners' ListenerHealth()). nullptr: no listener check.
+  void SetListenerHealth(ListenerCheck check);
 
  private:
   struct State;

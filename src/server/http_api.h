@@ -4,8 +4,9 @@
 //                     429 when OVER_LIMIT, 400 for a bad request, 503 (with an error body) when the
 //                     store fails (envoyproxy/ratelimit answers 400 there, which hides outages).
 //   GET /healthcheck  200 only when Health (health.h) says healthy: no SIGTERM, a config loaded,
-//                     and the store answering a real check (a peek through the store's script
-//                     path, not a PING); else 500, as the reference answers.
+//                     every listener accepting, and the store answering a real check (a peek
+//                     through the store's script path, not a PING); else 500, as the reference
+//                     answers.
 //   GET /metrics      Prometheus text format (at HttpApiOptions::metrics_path).
 //   GET /rlconfig     the loaded rules, one per line.
 //
@@ -22,6 +23,7 @@
 #include "src/server/http_server.h"
 #include "src/server/metrics.h"
 #include "src/server/rate_limit_service.h"
+#include "src/util/mutex.h"
 
 namespace sluice::server {
 
@@ -45,6 +47,11 @@ class HttpApi {
 
   // Turns /healthcheck unhealthy for good (on SIGTERM, before the listeners close).
   void MarkTerminating() { health_.MarkTerminating(); }
+
+  // Makes /healthcheck unhealthy while `check` returns an error (Health::SetListenerHealth()).
+  void SetListenerHealth(Health::ListenerCheck check) {
+    health_.SetListenerHealth(std::move(check));
+  }
 
   // Answers one request; usable as an HttpServer::Handler.
   void Handle(const HttpRequest& request, HttpServer::Respond respond);

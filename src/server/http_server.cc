@@ -1,5 +1,7 @@
 #include "src/server/http_server.h"
 
+#include <algorithm>
+#include <atomic>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -13,13 +15,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
-#include "sluice/http/accept_backoff.h"
-
-#include "src/util/log_throttle.h"
 
 namespace sluice::server {
 namespace {
@@ -38,9 +35,15 @@ using Stream = beast::basic_stream<tcp, Executor>;
 // One client connection: read a request, hand it to the handler, write its answer, repeat.
 class Session : public std::enable_shared_from_this<Session> {
  public:
+  // `open` counts the connection while the session lives; it must outlive the session.
   Session(Stream::socket_type socket, const HttpServer::Handler& handler,
-          const HttpServerOptions& options)
-      : stream_(std::move(socket)), handler_(handler), options_(options) {}
+          const HttpServerOptions& options, std::atomic<size_t>& open)
+      : stream_(std::move(socket)), handler_(handler), options_(options), open_(open) {
+    open_.fetch_add(1);
+  }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session() { open_.fetch_sub(1); }
 
   void Run() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
@@ -58,7 +61,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnRead(beast::error_code ec) {
-    if (ec == http::error::body_limit || ec == http::error::header_limit) {
+    if (ec == http::error::header_limit) {
+      keep_alive_ = false;
+      Write(HttpResponse{.status = 431, .body = R"({"error":"request headers too large"})"});
+      return;
+    }
+    if (ec == http::error::body_limit) {
       keep_alive_ = false;
       Write(HttpResponse{.status = 413, .body = R"({"error":"request too large"})"});
       return;
@@ -115,6 +123,7 @@ class Session : public std::enable_shared_from_this<Session> {
   http::response<http::string_body> res_;
   const HttpServer::Handler& handler_;
   const HttpServerOptions& options_;
+  std::atomic<size_t>& open_;
   bool keep_alive_ = true;
   unsigned version_ = 11;
 };
@@ -126,58 +135,34 @@ struct HttpServer::Impl {
       : options(std::move(o)),
         handler(std::move(h)),
         acceptor_context(1),
-        acceptor(acceptor_context),
-        accept_timer(acceptor_context) {
+        listener(
+            acceptor_context,
+            TcpListenerOptions{.name = "http",
+                               .address = options.address,
+                               .port = options.port,
+                               .max_connections = options.max_connections},
+            [this]() -> net::io_context& { return *contexts[next_context++ % contexts.size()]; },
+            [this](Stream::socket_type socket) {
+              std::make_shared<Session>(std::move(socket), handler, options, open)->Run();
+            },
+            [this] { return open.load(); }) {
     for (int i = 0; i < std::max(1, options.threads); ++i) {
       // Concurrency hint 1: one thread runs each context, which lets Asio skip some locking.
       contexts.push_back(std::make_unique<net::io_context>(1));
     }
   }
 
-  // Accepts on the first context's thread; each connection goes to the next context in turn.
-  void Accept() {
-    net::io_context& target = *contexts[next_context++ % contexts.size()];
-    acceptor.async_accept(target.get_executor(),
-                          [this](beast::error_code ec, Stream::socket_type socket) {
-                            if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-                            if (PauseAfter(ec)) return;
-                            if (!ec) {
-                              std::make_shared<Session>(std::move(socket), handler, options)->Run();
-                            }
-                            Accept();
-                          });
-  }
-
-  // Out of descriptors, accepting again at once would spin (sluice/http/accept_backoff.h): returns
-  // true when it arranged to accept again after a wait.
-  bool PauseAfter(const beast::error_code& ec) {
-    const std::chrono::milliseconds wait = backoff.After(ec);
-    if (wait.count() == 0) return false;
-    if (internal::LogPermit p = accept_log.Acquire(); p.log) {
-      spdlog::warn("http: accept failed ({}); accepting again in {} ms ({} such failures){}",
-                   ec.message(), wait.count(), backoff.exhausted(),
-                   internal::SuppressedNote(p.suppressed));
-    }
-    accept_timer.expires_after(wait);
-    accept_timer.async_wait([this](beast::error_code timer_ec) {
-      if (!timer_ec && acceptor.is_open()) Accept();
-    });
-    return true;
-  }
-
   HttpServerOptions options;
   Handler handler;
+  // Open sessions. Declared before the contexts, whose destruction destroys the last sessions.
+  std::atomic<size_t> open{0};
   std::vector<std::unique_ptr<net::io_context>> contexts;
-  // The acceptor has a context and a thread of its own, so that accepting never waits behind
-  // connection traffic.
+  // The listener has a context and a thread of its own, so that accepting never waits behind
+  // connection traffic; each connection goes to the next I/O context in turn.
   net::io_context acceptor_context;
-  tcp::acceptor acceptor;
-  net::steady_timer accept_timer;
-  sluice::http::AcceptBackoff backoff;
-  internal::LogThrottle accept_log;  // One line a second.
+  TcpListener listener;
   size_t next_context = 0;
   std::vector<std::thread> threads;
-  uint16_t bound_port = 0;
 };
 
 HttpServer::HttpServer(HttpServerOptions options, Handler handler)
@@ -198,23 +183,7 @@ HttpServer::~HttpServer() {
 }
 
 absl::Status HttpServer::Start() {
-  beast::error_code ec;
-  const net::ip::address address = net::ip::make_address(impl_->options.address, ec);
-  if (ec) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("http: invalid listen address '", impl_->options.address, "'"));
-  }
-  const tcp::endpoint endpoint(address, impl_->options.port);
-  impl_->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) impl_->acceptor.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) impl_->acceptor.bind(endpoint, ec);
-  if (!ec) impl_->acceptor.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return absl::UnavailableError(absl::StrCat("http: cannot listen on ", impl_->options.address,
-                                               ":", impl_->options.port, ": ", ec.message()));
-  }
-  impl_->bound_port = impl_->acceptor.local_endpoint().port();
-  impl_->Accept();
+  if (absl::Status s = impl_->listener.Listen(); !s.ok()) return s;
   impl_->threads.emplace_back([this] { impl_->acceptor_context.run(); });
   for (auto& context : impl_->contexts) {
     // Keeps the context running while it has no connection yet.
@@ -228,17 +197,21 @@ absl::Status HttpServer::Start() {
 
 void HttpServer::Stop() {
   if (impl_->threads.empty()) return;
-  net::post(impl_->acceptor_context, [this] {
-    beast::error_code ignored;
-    impl_->acceptor.close(ignored);
-    impl_->accept_timer.cancel();
-  });
+  net::post(impl_->acceptor_context, [this] { impl_->listener.Close(); });
   impl_->acceptor_context.stop();
   for (auto& context : impl_->contexts) context->stop();
   for (std::thread& t : impl_->threads) t.join();
   impl_->threads.clear();
+  // The posted close may not have run before the context stopped; no thread runs it now.
+  impl_->listener.Close();
 }
 
-uint16_t HttpServer::port() const { return impl_->bound_port; }
+uint16_t HttpServer::port() const { return impl_->listener.port(); }
+
+absl::Status HttpServer::ListenerHealth() const { return impl_->listener.Health(); }
+
+TcpListenerStats HttpServer::ListenerStats() const { return impl_->listener.Stats(); }
+
+size_t HttpServer::open_connections() const { return impl_->open.load(); }
 
 }  // namespace sluice::server

@@ -1,7 +1,8 @@
 // HttpServer: a small asynchronous HTTP/1.1 server on Boost.Beast, for sluiced's JSON API,
 // health check and metrics.
 //
-// Each connection is read with a size limit and an idle timeout; the handler answers each request
+// Each connection is read with a size limit and an idle timeout (headers over 16 KiB get 431, a
+// body over `max_body_bytes` 413); the handler answers each request
 // exactly once through its `Respond` callback, from any thread, which lets the handler wait on an
 // asynchronous store without blocking an I/O thread. Keep-alive is honoured.
 //
@@ -27,6 +28,8 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+
+#include "src/server/tcp_listener.h"
 
 namespace sluice::server {
 
@@ -54,6 +57,9 @@ struct HttpServerOptions {
   size_t max_body_bytes = size_t{64} * 1024;
   // A connection idle this long is closed. Default: 30 s.
   std::chrono::seconds idle_timeout{30};
+  // Open connections beyond which new ones are closed at once and counted (tcp_listener.h).
+  // Default: 10,000; sluiced derives its default from the descriptor limit (fd_limit.h).
+  size_t max_connections = 10'000;
 };
 
 class HttpServer {
@@ -78,6 +84,18 @@ class HttpServer {
 
   // The bound port (useful with port 0). Valid after Start().
   uint16_t port() const;
+
+  // HttpServer::ListenerHealth()
+  //
+  // OK while the listener accepts connections; Unavailable when it stopped for good, is not
+  // started, or has been out of descriptors for 5 s (TcpListener::Health()). Thread-safe.
+  absl::Status ListenerHealth() const;
+
+  // Accept counters (connections accepted, closed over the cap, failed accepts). Thread-safe.
+  TcpListenerStats ListenerStats() const;
+
+  // Connections open now. Thread-safe.
+  size_t open_connections() const;
 
  private:
   struct Impl;

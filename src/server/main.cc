@@ -87,6 +87,16 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
   app.add_option("--prometheus-path", s.prometheus_path, "Its path (PROMETHEUS_PATH)")
       ->capture_default_str();
   app.add_option("--http-threads", s.http_threads, "HTTP I/O threads")->capture_default_str();
+  for (auto [name, field] : {std::pair{"--http-max-connections", &s.http_max_connections},
+                             std::pair{"--grpc-max-connections", &s.grpc_max_connections}}) {
+    app.add_option(name, *field,
+                   "Open connections beyond which new ones are closed at once "
+                   "(0: a quarter of the file descriptor limit, at most 10000)")
+        ->capture_default_str();
+  }
+  app.add_option("--grpc-max-in-flight", s.grpc_max_in_flight,
+                 "Decisions in flight beyond which gRPC calls get RESOURCE_EXHAUSTED")
+      ->capture_default_str();
   app.add_option("--drain-ms", s.drain_ms, "After SIGTERM, fail health checks this long")
       ->capture_default_str();
   app.add_option("--grpc-max-connection-age-ms", x.grpc_max_connection_age_ms,

@@ -19,6 +19,7 @@
 #include "sluice/failure_policy.h"
 
 #include "src/server/config_watcher.h"
+#include "src/server/fd_limit.h"
 #include "src/server/grpc_server.h"
 #include "src/server/health.h"
 #include "src/server/http_api.h"
@@ -99,12 +100,15 @@ absl::StatusOr<Stores> MakeStores(const ServerSettings& s) {
 // Starts an HTTP listener at `address` (named `what` in errors).
 absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(std::string_view what,
                                                       const std::string& address, int threads,
+                                                      size_t max_connections,
                                                       HttpServer::Handler handler) {
   absl::StatusOr<ListenAddress> parsed = ParseListenAddress(what, address);
   if (!parsed.ok()) return parsed.status();
-  auto server = std::make_unique<HttpServer>(
-      HttpServerOptions{.address = parsed->host, .port = parsed->port, .threads = threads},
-      std::move(handler));
+  auto server = std::make_unique<HttpServer>(HttpServerOptions{.address = parsed->host,
+                                                               .port = parsed->port,
+                                                               .threads = threads,
+                                                               .max_connections = max_connections},
+                                             std::move(handler));
   if (absl::Status s = server->Start(); !s.ok()) return s;
   spdlog::info("{} listening on {}:{}", what, parsed->host, server->port());
   return server;
@@ -159,6 +163,16 @@ int RunServer(const ServerSettings& settings) {
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // The connection caps derive from the raised descriptor limit.
+  absl::StatusOr<FdLimit> fds = RaiseFdLimit();
+  if (fds.ok()) {
+    spdlog::info("file descriptors: {} (soft limit was {})", fds->soft, fds->soft_before);
+  } else {
+    spdlog::warn("file descriptors: {}", StdView(fds.status().message()));
+  }
+  const size_t fd_budget = FdBudget(fds.ok() ? fds->soft : 1024);
+  auto cap = [fd_budget](size_t setting) { return setting > 0 ? setting : fd_budget; };
+
   absl::StatusOr<Stores> stores = MakeStores(settings);
   if (!stores.ok()) {
     spdlog::error("{}", StdView(stores.status().message()));
@@ -211,7 +225,9 @@ int RunServer(const ServerSettings& settings) {
                         .max_connection_age_grace = settings.grpc_max_connection_age_grace,
                         .tls_cert_file = settings.grpc_tls_cert,
                         .tls_key_file = settings.grpc_tls_key,
-                        .tls_client_ca_file = settings.grpc_tls_client_ca},
+                        .tls_client_ca_file = settings.grpc_tls_client_ca,
+                        .max_in_flight = settings.grpc_max_in_flight,
+                        .max_connections = cap(settings.grpc_max_connections)},
       service);
   if (absl::Status s = grpc.Start(); !s.ok()) {
     spdlog::error("--grpc: {}", StdView(s.message()));
@@ -230,7 +246,7 @@ int RunServer(const ServerSettings& settings) {
   auto start_http = [&](std::string_view what, const std::string& address, int threads,
                         HttpServer::Handler handler) {
     absl::StatusOr<std::unique_ptr<HttpServer>> server =
-        StartHttp(what, address, threads, std::move(handler));
+        StartHttp(what, address, threads, cap(settings.http_max_connections), std::move(handler));
     if (!server.ok()) {
       spdlog::error("{}", StdView(server.status().message()));
       return ExitStatusFor(server.status());
@@ -257,6 +273,15 @@ int RunServer(const ServerSettings& settings) {
       return rc;
     }
   }
+
+  // Every listener must still accept: a listener out of descriptors for good (or closed) makes
+  // /healthcheck and gRPC health fail. The list is complete here and never changes again.
+  health.SetListenerHealth([&grpc, &http_servers] {
+    absl::Status s = grpc.ListenerHealth();
+    for (const auto& server : http_servers) s.Update(server->ListenerHealth());
+    return s;
+  });
+  absl::Cleanup forget_listeners = [&health] { health.SetListenerHealth(nullptr); };
 
   auto in_flight = std::make_shared<std::atomic<bool>>(false);
   auto check_health = [&health, in_flight] {

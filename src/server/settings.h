@@ -82,6 +82,13 @@ struct ServerSettings {
   std::string prometheus_path = "/metrics";
   int http_threads = 2;
   int drain_ms = 2000;
+  // Open connections per listener beyond which new ones are closed at once; 0: a quarter of the
+  // (raised) file descriptor limit, at most 10,000 (FdBudget()).
+  size_t http_max_connections = 0;
+  size_t grpc_max_connections = 0;
+  // gRPC decisions waiting for the store beyond which calls get RESOURCE_EXHAUSTED at once (the
+  // default is GrpcServerOptions'); 0: no bound.
+  size_t grpc_max_in_flight = 10'000;
   // gRPC: a connection lives this long (+-10%), then gets this grace (0: unlimited).
   std::chrono::milliseconds grpc_max_connection_age{0};
   std::chrono::milliseconds grpc_max_connection_age_grace{0};

@@ -105,6 +105,20 @@ TEST_F(HttpApiTest, HealthNeedsConfigStoreAndNoTermination) {
   EXPECT_EQ(Send("GET", "/healthcheck").status, 500);
 }
 
+// Verifies /healthcheck follows the listeners' health: a dead listener makes it 500, naming it.
+TEST_F(HttpApiTest, HealthFailsWhileAListenerIsDead) {
+  LoadConfig();
+  absl::Status listeners = absl::OkStatus();
+  api_->SetListenerHealth([&listeners] { return listeners; });
+  EXPECT_EQ(Send("GET", "/healthcheck").status, 200);
+  listeners = absl::UnavailableError("grpc listener stopped accepting: Invalid argument");
+  const HttpResponse dead = Send("GET", "/healthcheck");
+  EXPECT_EQ(dead.status, 500);
+  EXPECT_NE(dead.body.find("grpc listener stopped accepting"), std::string::npos) << dead.body;
+  listeners = absl::OkStatus();
+  EXPECT_EQ(Send("GET", "/healthcheck").status, 200);
+}
+
 TEST_F(HttpApiTest, MetricsAndUnknownRoutes) {
   LoadConfig();
   Send("POST", "/json", kRequest);

@@ -1,5 +1,6 @@
-// Helpers for descriptor-exhaustion tests: idle TCP connections held open against a server, and
-// the CPU time a process has used.
+// Helpers for descriptor-exhaustion tests: idle TCP connections held open against a server, the
+// CPU time a process has used, whether the server closed a connection, and the listening socket
+// of this process on a port.
 //
 // Example:
 //   IdleConnections held(port, 200);   // connected (accepted or still in the backlog)
@@ -10,6 +11,10 @@
 #ifndef SLUICE_TESTS_TESTING_IDLE_CONNECTIONS_H_
 #define SLUICE_TESTS_TESTING_IDLE_CONNECTIONS_H_
 
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -18,6 +23,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -47,6 +53,7 @@ class IdleConnections {
   ~IdleConnections() { Release(); }
 
   size_t size() const { return fds_.size(); }
+  int fd(size_t i) const { return fds_[i]; }
 
   // Closes every connection.
   void Release() {
@@ -78,6 +85,43 @@ inline double ProcessCpuSeconds(pid_t pid) {
     if (i == 15) stime = std::stoull(field);
   }
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// ClosedByPeer()
+//
+// Reads `fd` (discarding what arrives) until the peer closes it or resets it: true; false when
+// `timeout` passes first. A watchdog, not a measurement.
+inline bool ClosedByPeer(int fd, std::chrono::seconds timeout) {
+  timeval tv{.tv_sec = static_cast<time_t>(timeout.count()), .tv_usec = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n == 0) return true;
+    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
+  }
+}
+
+// ListeningSocketFd()
+//
+// The descriptor of this process's listening TCP socket on `port`, or -1.
+inline int ListeningSocketFd(int port) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    int listening = 0;
+    socklen_t length = sizeof(listening);
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) != 0 || !listening) {
+      continue;
+    }
+    sockaddr_storage addr{};
+    socklen_t addr_length = sizeof(addr);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_length) != 0) continue;
+    const uint16_t bound = addr.ss_family == AF_INET
+                               ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
+                               : ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    if (bound == port) return fd;
+  }
+  return -1;
 }
 
 }  // namespace sluice::testing

@@ -1,0 +1,157 @@
+#include "src/server/tcp_listener.h"
+
+#include <cerrno>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace sluice::server {
+namespace {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// Errors after which the listening socket will never accept again: it was closed, shut down
+// (Linux wakes a pending accept with EINVAL) or is not a socket. Every other error concerns one
+// connection or a shortage that passes, and is retried.
+bool IsFatal(const boost::system::error_code& ec) {
+  if (ec.category() != boost::system::system_category()) return false;
+  const int e = ec.value();
+  return e == EBADF || e == EINVAL || e == ENOTSOCK || e == EFAULT;
+}
+
+}  // namespace
+
+TcpListener::TcpListener(net::io_context& context, TcpListenerOptions options, NextContext next,
+                         OnAccept on_accept, OpenConnections open_connections)
+    : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
+      next_(std::move(next)),
+      on_accept_(std::move(on_accept)),
+      open_connections_(std::move(open_connections)),
+      acceptor_(context),
+      timer_(context) {}
+
+absl::Status TcpListener::Listen() {
+  boost::system::error_code ec;
+  const net::ip::address address = net::ip::make_address(options_.address, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options_.name, ": invalid listen address '", options_.address, "'"));
+  }
+  const tcp::endpoint endpoint(address, options_.port);
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(absl::StrCat(options_.name, ": cannot listen on ",
+                                               options_.address, ":", options_.port, ": ",
+                                               ec.message()));
+  }
+  port_.store(acceptor_.local_endpoint().port());
+  listening_.store(true);
+  Accept();
+  return absl::OkStatus();
+}
+
+void TcpListener::Close() {
+  listening_.store(false);
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  timer_.cancel();
+}
+
+void TcpListener::Accept() {
+  acceptor_.async_accept(next_().get_executor(),
+                         [this](const boost::system::error_code& ec, Socket socket) {
+                           OnAccepted(ec, std::move(socket));
+                         });
+}
+
+void TcpListener::OnAccepted(const boost::system::error_code& ec, Socket socket) {
+  if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+  if (IsFatal(ec)) {
+    fatal_errno_.store(ec.value());
+    listening_.store(false);
+    spdlog::error("{}: the listening socket failed ({}); no longer accepting connections",
+                  options_.name, ec.message());
+    return;
+  }
+  if (PauseAfter(ec)) return;
+  if (!ec) {
+    failing_since_us_.store(0);
+    if (open_connections_() >= options_.max_connections) {
+      // Accepted only to be closed: the client learns at once, and the backlog does not fill
+      // with connections that would wait there for a slot. Counted first, so that a client
+      // that sees the close also sees the count.
+      const uint64_t rejected = rejected_over_cap_.fetch_add(1) + 1;
+      boost::system::error_code ignored;
+      socket.close(ignored);
+      if (internal::LogPermit p = log_.Acquire(); p.log) {
+        spdlog::warn("{}: {} connections open, the cap; closing new connections ({} so far){}",
+                     options_.name, options_.max_connections, rejected,
+                     internal::SuppressedNote(p.suppressed));
+      }
+    } else {
+      accepted_.fetch_add(1);
+      on_accept_(std::move(socket));
+    }
+  }
+  Accept();
+}
+
+bool TcpListener::PauseAfter(const boost::system::error_code& ec) {
+  const std::chrono::milliseconds wait = backoff_.After(ec);
+  if (wait.count() == 0) return false;
+  accept_failures_.fetch_add(1);
+  int64_t expected = 0;
+  failing_since_us_.compare_exchange_strong(expected, NowMicros());
+  if (internal::LogPermit p = log_.Acquire(); p.log) {
+    spdlog::warn("{}: accept failed ({}); accepting again in {} ms ({} such failures){}",
+                 options_.name, ec.message(), wait.count(), backoff_.exhausted(),
+                 internal::SuppressedNote(p.suppressed));
+  }
+  timer_.expires_after(wait);
+  timer_.async_wait([this](const boost::system::error_code& timer_ec) {
+    if (!timer_ec && acceptor_.is_open()) Accept();
+  });
+  return true;
+}
+
+int64_t TcpListener::NowMicros() const {
+  // Never 0, which means "not failing".
+  return std::max<int64_t>(
+      1, std::chrono::duration_cast<std::chrono::microseconds>(clock_.Now().time_since_epoch())
+             .count());
+}
+
+absl::Status TcpListener::Health() const {
+  if (const int e = fatal_errno_.load(); e != 0) {
+    return absl::UnavailableError(
+        absl::StrCat(options_.name, " listener stopped accepting: ",
+                     boost::system::error_code(e, boost::system::system_category()).message()));
+  }
+  if (!listening_.load()) {
+    return absl::UnavailableError(absl::StrCat(options_.name, " listener is not listening"));
+  }
+  const int64_t since = failing_since_us_.load();
+  if (since != 0) {
+    const std::chrono::microseconds failing(NowMicros() - since);
+    if (failing >= options_.unhealthy_after) {
+      return absl::UnavailableError(absl::StrCat(
+          options_.name, " listener cannot accept (out of descriptors) for ",
+          std::chrono::duration_cast<std::chrono::milliseconds>(failing).count(), " ms"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+TcpListenerStats TcpListener::Stats() const {
+  return {.accepted = accepted_.load(),
+          .rejected_over_cap = rejected_over_cap_.load(),
+          .accept_failures = accept_failures_.load()};
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,135 @@
+// TcpListener: the accept loop of sluiced's TCP listeners (HTTP, and gRPC over plain TCP), with
+// a connection cap, a backoff when descriptors run out, and a health answer.
+//
+// - Cap: when `max_connections` connections are open (as the owner counts them), a new one is
+//   accepted and closed at once, and counted; the client sees its connection closed instead of
+//   waiting in the backlog, and the descriptors left stay for the other listener and the store.
+// - Out of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM): the loop waits as
+//   sluice/http/accept_backoff.h says instead of spinning, and accepts again by itself.
+// - A listening socket that fails for good (EBADF, EINVAL, ENOTSOCK, EFAULT: closed or shut down
+//   under us) stops the loop; Health() says so from then on.
+// Log lines (at most one a second per listener) name the listener ("http", "grpc").
+//
+// Example:
+//   TcpListener listener(context, {.name = "http", .port = 8080, .max_connections = 1000},
+//                        [&]() -> net::io_context& { return next(); },
+//                        [&](TcpListener::Socket s) { StartSession(std::move(s)); },
+//                        [&] { return open_sessions.load(); });
+//   SLUICE_RETURN_IF_ERROR(listener.Listen());  // then run `context`
+//
+// Thread safety: Listen() before the context runs; Close() on the context's thread (post it);
+// the callbacks run on the context's thread; Health(), Stats() and port() from any thread.
+#ifndef SLUICE_SERVER_TCP_LISTENER_H_
+#define SLUICE_SERVER_TCP_LISTENER_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "sluice/clock.h"
+#include "sluice/http/accept_backoff.h"
+
+#include "src/util/log_throttle.h"
+
+namespace sluice::server {
+
+struct TcpListenerOptions {
+  // Names the listener in log lines and errors. Default: "tcp".
+  std::string name = "tcp";
+  // Listen address, an IP literal. Default: loopback only.
+  std::string address = "127.0.0.1";
+  // Listen port; 0 picks a free one (see port()). Default: 0.
+  uint16_t port = 0;
+  // Open connections beyond which new ones are closed at once. Default: 10,000 (sluiced derives
+  // its defaults from the descriptor limit, fd_limit.h).
+  size_t max_connections = 10'000;
+  // Accepts failing for lack of descriptors this long, without one success, make Health()
+  // unhealthy. Default: 5 s.
+  std::chrono::milliseconds unhealthy_after = std::chrono::seconds(5);
+  // Time source for `unhealthy_after`. Not owned. Default (nullptr): Clock::Real().
+  Clock* clock = nullptr;
+};
+
+struct TcpListenerStats {
+  // Connections handed to the owner.
+  uint64_t accepted = 0;
+  // Connections closed at once because `max_connections` were open.
+  uint64_t rejected_over_cap = 0;
+  // Accepts that failed for lack of descriptors or memory (each followed by a wait).
+  uint64_t accept_failures = 0;
+};
+
+class TcpListener {
+ public:
+  using Executor = boost::asio::io_context::executor_type;
+  using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, Executor>;
+  // The context a new connection is accepted onto (its socket's executor).
+  using NextContext = std::function<boost::asio::io_context&()>;
+  // Receives each connection accepted under the cap.
+  using OnAccept = std::function<void(Socket)>;
+  // Counts the connections the owner holds open.
+  using OpenConnections = std::function<size_t()>;
+
+  TcpListener(boost::asio::io_context& context, TcpListenerOptions options, NextContext next,
+              OnAccept on_accept, OpenConnections open_connections);
+  TcpListener(const TcpListener&) = delete;
+  TcpListener& operator=(const TcpListener&) = delete;
+  ~TcpListener() = default;
+
+  // TcpListener::Listen()
+  //
+  // Binds, listens and queues the first accept on the context. Returns InvalidArgument for an
+  // address that is not an IP literal, Unavailable (with the address) when it cannot bind.
+  absl::Status Listen();
+
+  // TcpListener::Close()
+  //
+  // Stops accepting. On the context's thread.
+  void Close();
+
+  // TcpListener::Health()
+  //
+  // OK while the listener accepts; Unavailable when its socket failed for good, when it is closed,
+  // or when accepts have failed for lack of descriptors for `unhealthy_after` without a success.
+  absl::Status Health() const;
+
+  TcpListenerStats Stats() const;
+  uint16_t port() const { return port_.load(); }
+
+ private:
+  void Accept();
+  void OnAccepted(const boost::system::error_code& ec, Socket socket);
+  // Arranges the next accept after `wait`; returns false when `ec` needs no wait.
+  bool PauseAfter(const boost::system::error_code& ec);
+  int64_t NowMicros() const;
+
+  TcpListenerOptions options_;
+  Clock& clock_;
+  NextContext next_;
+  OnAccept on_accept_;
+  OpenConnections open_connections_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer timer_;
+  sluice::http::AcceptBackoff backoff_;
+  internal::LogThrottle log_;  // One line a second.
+  std::atomic<uint16_t> port_{0};
+  // Health, read from other threads.
+  std::atomic<bool> listening_{false};
+  std::atomic<int64_t> failing_since_us_{0};  // 0: the last accept did not fail for resources.
+  std::atomic<int> fatal_errno_{0};
+  std::atomic<uint64_t> accepted_{0};
+  std::atomic<uint64_t> rejected_over_cap_{0};
+  std::atomic<uint64_t> accept_failures_{0};
+};
+
+}  // namespace sluice::server
+
+#endif  // SLUICE_SERVER_TCP_LISTENER_H_
