@@ -1,0 +1,176 @@
+// ReferenceScenarioTest: the fixture of the ported envoyproxy/ratelimit scenarios
+// (reference_*_scenarios_test.cc). Each test runs once on the memory store, on a ManualClock, and
+// once on a real Redis, whose windows follow Redis TIME. Both stores sit behind a FaultyStore, so
+// a scenario can also make the store fail.
+//
+// Example:
+//   TEST_P(ReferenceServiceScenarios, Something) {
+//     Build("domain: d\ndescriptors: [{key: k, rate_limit: {unit: hour, requests_per_unit: 1}}]");
+//     absl::StatusOr<RateLimitResponse> r = Call(R"pb(domain: "d"
+//                                                   descriptors { entries { key: "k" } })pb");
+//   }
+//   INSTANTIATE_TEST_SUITE_P(Stores, ReferenceServiceScenarios, kBothStores, StoreName);
+//
+// Thread safety: a test fixture; drive it from the test's thread.
+#ifndef SLUICE_TESTS_SERVER_REFERENCE_SCENARIO_FIXTURE_H_
+#define SLUICE_TESTS_SERVER_REFERENCE_SCENARIO_FIXTURE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include <google/protobuf/text_format.h>
+
+#include "sluice/config.h"
+#include "sluice/memory_store.h"
+#include "sluice/redis_store.h"
+
+#include "src/server/metrics.h"
+#include "src/server/rate_limit_service.h"
+#include "tests/testing/faulty_store.h"
+#include "tests/testing/manual_clock.h"
+#include "tests/testing/peer_configs.h"
+#include "tests/testing/redis_server.h"
+
+namespace sluice::server {
+
+enum class StoreKind { kMemory, kRedis };
+
+inline std::string StoreName(const ::testing::TestParamInfo<StoreKind>& info) {
+  return info.param == StoreKind::kMemory ? "Memory" : "Redis";
+}
+
+inline const auto kBothStores = ::testing::Values(StoreKind::kMemory, StoreKind::kRedis);
+
+// The reference's MockClock in service/ratelimit_test.go answers 2222 s since the epoch; the memory
+// store starts there so that reset times match the reference's (a minute window: 58 s left).
+inline constexpr std::chrono::seconds kReferenceNow{2222};
+
+class ReferenceScenarioTest : public ::testing::TestWithParam<StoreKind> {
+ protected:
+  // One redis-server for the whole suite (flushed before each test): starting one per test would
+  // cost most of the time budget.
+  static void TearDownTestSuite() { redis_server().reset(); }
+
+  void SetUp() override {
+    std::unique_ptr<Store> store;
+    if (redis()) {
+      std::unique_ptr<testing::RedisServer>& server = redis_server();
+      if (server == nullptr) {
+        absl::StatusOr<std::unique_ptr<testing::RedisServer>> started =
+            testing::RedisServer::Start();
+        ASSERT_TRUE(started.ok()) << started.status();
+        server = *std::move(started);
+      }
+      ASSERT_TRUE(server->Command({"FLUSHALL"}).ok());
+      // Generous: sanitizer builds on two shared cores must not turn into timeouts.
+      absl::StatusOr<std::unique_ptr<RedisStore>> redis_store = RedisStore::Create(
+          {.url = server->Url(), .command_timeout = std::chrono::milliseconds(5000)});
+      ASSERT_TRUE(redis_store.ok()) << redis_store.status();
+      ASSERT_TRUE((*redis_store)->WaitForConnection(std::chrono::seconds(10)).ok());
+      store = *std::move(redis_store);
+    } else {
+      absl::StatusOr<std::unique_ptr<MemoryStore>> memory = MemoryStore::Create({.clock = &clock_});
+      ASSERT_TRUE(memory.ok()) << memory.status();
+      store = *std::move(memory);
+    }
+    store_ = std::make_unique<testing::FaultyStore>(std::move(store));
+  }
+
+  bool redis() const { return GetParam() == StoreKind::kRedis; }
+
+  // Makes the service on `config_yaml` (one file named "config.yaml").
+  void Build(const std::string& config_yaml, RateLimitServiceOptions options = {}) {
+    const ConfigSource source{.name = "config.yaml", .content = config_yaml};
+    absl::StatusOr<std::shared_ptr<const RateLimitConfig>> config =
+        ParseRateLimitConfig({&source, 1});
+    ASSERT_TRUE(config.ok()) << config.status();
+    BuildWith(*config, options);
+  }
+
+  // Makes the service on a loaded config.
+  void BuildWith(std::shared_ptr<const RateLimitConfig> config,
+                 RateLimitServiceOptions options = {}) {
+    if (!redis()) options.clock = &clock_;
+    service_ = std::make_unique<RateLimitService>(*store_, metrics_, options);
+    service_->SetConfig(std::move(config));
+  }
+
+  // Decides a request given in protobuf text format; waits for the (possibly asynchronous) answer.
+  absl::StatusOr<RateLimitResponse> Call(const std::string& text_proto) {
+    RateLimitRequest request;
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text_proto, &request)) << text_proto;
+    return CallProto(request);
+  }
+
+  absl::StatusOr<RateLimitResponse> CallProto(const RateLimitRequest& request) {
+    std::promise<absl::StatusOr<RateLimitResponse>> answer;
+    service_->ShouldRateLimit(request, [&answer](absl::StatusOr<RateLimitResponse> r) {
+      answer.set_value(std::move(r));
+    });
+    std::future<absl::StatusOr<RateLimitResponse>> f = answer.get_future();
+    if (f.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+      return absl::DeadlineExceededError("no answer in 30 s");
+    }
+    return f.get();
+  }
+
+  // Returns the counter named as the reference's statsd name (e.g.
+  // "ratelimit.service.rate_limit.domain.key.total_hits"), or 0 when it does not exist yet.
+  uint64_t Counter(std::string_view statsd_name) const {
+    for (const Metrics::Counter& c : metrics_.Counters()) {
+      if (c.name == statsd_name) return c.value;
+    }
+    return 0;
+  }
+
+  // Returns the rule stat `stat` (total_hits, over_limit, ...) of `stats_key` ("domain.key_value").
+  uint64_t Stat(std::string_view stats_key, std::string_view stat) const {
+    return Counter(std::string("ratelimit.service.rate_limit.") + std::string(stats_key) + "." +
+                   std::string(stat));
+  }
+
+  // On Redis, where windows follow Redis TIME and cannot be moved, returns only when at least
+  // `room` is left in the current window of `unit`, waiting out the rest of the window otherwise
+  // (at most `room`), so that a scenario of a few requests never straddles two windows. The memory
+  // store runs on the manual clock, which never moves by itself.
+  void EnsureWindowRoom(std::chrono::seconds unit,
+                        std::chrono::seconds room = std::chrono::seconds(5)) {
+    if (!redis()) return;
+    absl::StatusOr<std::string> time = redis_server()->Command({"TIME"});
+    ASSERT_TRUE(time.ok()) << time.status();
+    const std::vector<std::string> parts = absl::StrSplit(*time, ' ');
+    int64_t seconds = 0;
+    int64_t micros = 0;
+    ASSERT_TRUE(parts.size() == 2 && absl::SimpleAtoi(parts[0], &seconds) &&
+                absl::SimpleAtoi(parts[1], &micros))
+        << *time;
+    const std::chrono::microseconds now =
+        std::chrono::seconds(seconds) + std::chrono::microseconds(micros);
+    const std::chrono::microseconds left = unit - now % unit;
+    if (left < room) std::this_thread::sleep_for(left + std::chrono::milliseconds(50));
+  }
+
+  static std::unique_ptr<testing::RedisServer>& redis_server() {
+    static std::unique_ptr<testing::RedisServer> server;
+    return server;
+  }
+
+  testing::ManualClock clock_{kReferenceNow};
+  Metrics metrics_;
+  std::unique_ptr<testing::FaultyStore> store_;
+  std::unique_ptr<RateLimitService> service_;
+};
+
+}  // namespace sluice::server
+
+#endif  // SLUICE_TESTS_SERVER_REFERENCE_SCENARIO_FIXTURE_H_
