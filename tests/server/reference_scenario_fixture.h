@@ -55,8 +55,11 @@ inline const auto kBothStores = ::testing::Values(StoreKind::kMemory, StoreKind:
 // store starts there so that reset times match the reference's (a minute window: 58 s left).
 inline constexpr std::chrono::seconds kReferenceNow{2222};
 
-class ReferenceScenarioTest : public ::testing::TestWithParam<StoreKind> {
+// The fixture without its parameter: a suite says which store a test runs on.
+class ReferenceScenarioBase : public ::testing::Test {
  protected:
+  virtual StoreKind store_kind() const = 0;
+
   // One redis-server for the whole suite (flushed before each test): starting one per test would
   // cost most of the time budget.
   static void TearDownTestSuite() { redis_server().reset(); }
@@ -86,7 +89,7 @@ class ReferenceScenarioTest : public ::testing::TestWithParam<StoreKind> {
     store_ = std::make_unique<testing::FaultyStore>(std::move(store));
   }
 
-  bool redis() const { return GetParam() == StoreKind::kRedis; }
+  bool redis() const { return store_kind() == StoreKind::kRedis; }
 
   // Makes the service on `config_yaml` (one file named "config.yaml").
   void Build(const std::string& config_yaml, RateLimitServiceOptions options = {}) {
@@ -169,6 +172,12 @@ class ReferenceScenarioTest : public ::testing::TestWithParam<StoreKind> {
   Metrics metrics_;
   std::unique_ptr<testing::FaultyStore> store_;
   std::unique_ptr<RateLimitService> service_;
+};
+
+class ReferenceScenarioTest : public ReferenceScenarioBase,
+                              public ::testing::WithParamInterface<StoreKind> {
+ protected:
+  StoreKind store_kind() const override { return GetParam(); }
 };
 
 }  // namespace sluice::server
