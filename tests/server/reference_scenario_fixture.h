@@ -128,12 +128,15 @@ class ReferenceScenarioBase : public ::testing::Test {
   }
 
   // Returns the counter named as the reference's statsd name (e.g.
-  // "ratelimit.service.rate_limit.domain.key.total_hits"), or 0 when it does not exist yet.
+  // "ratelimit.service.rate_limit.domain.key.total_hits"), or 0 when it does not exist yet. Stats
+  // keys that differ only in characters statsd cannot carry share a name; their values are summed,
+  // as statsd sums them.
   uint64_t Counter(std::string_view statsd_name) const {
+    uint64_t sum = 0;
     for (const Metrics::Counter& c : metrics_.Counters()) {
-      if (c.name == statsd_name) return c.value;
+      if (c.name == statsd_name) sum += c.value;
     }
-    return 0;
+    return sum;
   }
 
   // Returns the rule stat `stat` (total_hits, over_limit, ...) of `stats_key` ("domain.key_value").

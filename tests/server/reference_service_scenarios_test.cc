@@ -790,6 +790,34 @@ TEST_P(ReferenceServiceScenarios, OverLimitWithLocalCacheShadowRule) {
   EXPECT_EQ(Stat("domain.shadow_value", "shadow_mode"), 3u);
 }
 
+// Ports stats/manager_impl_test.go TestEscapingInvalidChartersInMetricName: ':' and '|' in a stats
+// key become '_' in the statsd name; other characters are kept.
+TEST_P(ReferenceServiceScenarios, EscapingInvalidCharactersInMetricName) {
+  Build(R"yaml(
+domain: domain
+descriptors:
+  - key: path
+    detailed_metric: true
+    rate_limit: {unit: hour, requests_per_unit: 100}
+)yaml");
+  const std::pair<std::string, std::string> cases[] = {
+      {"/foo/bar", "path_/foo/bar"},
+      {"/foo:*:bar", "path_/foo_*_bar"},
+      {"/foo|bar|baz", "path_/foo_bar_baz"},
+      {"/foo:bar|baz", "path_/foo_bar_baz"},
+  };
+  for (const auto& [value, sanitized] : cases) {
+    ASSERT_TRUE(Call(R"pb(domain: "domain"
+                          descriptors { entries { key: "path" value: ")pb" +
+                     value + R"pb(" } })pb")
+                    .ok());
+  }
+  EXPECT_EQ(Counter("ratelimit.service.rate_limit.domain.path_/foo/bar.total_hits"), 1u);
+  EXPECT_EQ(Counter("ratelimit.service.rate_limit.domain.path_/foo_*_bar.total_hits"), 1u);
+  // Two stats keys that differ only in ':' and '|' share one statsd name.
+  EXPECT_EQ(Counter("ratelimit.service.rate_limit.domain.path_/foo_bar_baz.total_hits"), 2u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, ReferenceServiceScenarios, kBothStores, StoreName);
 
 }  // namespace
