@@ -193,6 +193,10 @@ void ReferenceIntegrationScenarios::RunBasicConfig(bool local_cache) {
   ASSERT_EQ(r.statuses_size(), 1);
   ExpectStatus(r.statuses(0), RateLimitResponse::OK, 50, RateLimitResponse::RateLimit::SECOND, 49);
   EXPECT_EQ(Stat("basic.key1" + suffix, "total_hits"), 1u);
+  if (store_kind() == StoreKind::kRedisPerSecond) {
+    // The per-second limit went to the per-second Redis, and only it so far.
+    EXPECT_EQ(PerSecondKeys(), 1);
+  }
 
   EnsureWindowRoom(std::chrono::minutes(1));
   for (int i = 0; i < 25; ++i) {
@@ -247,23 +251,24 @@ void ReferenceIntegrationScenarios::RunBasicConfig(bool local_cache) {
   }
 }
 
-// Ports integration_test.go TestBasicConfig (testBasicBaseConfig, its WithoutPerSecondRedis
-// variant): an unknown domain is OK without a limit; basic/key1 (50 per second) has 49 left; 25
-// requests on another/key2 (20 per minute): 20 OK counting down, then OVER_LIMIT; 15 requests on
-// key2 and key3 (10 per hour) together: OVER_LIMIT from the 11th; the stats of both keys; the reset
-// of another/key4 counts down. Documented difference: from the 11th request on, key2 keeps 10
-// remaining, because rejected requests consume nothing (the reference's
-// ...WithstopCacheKeyIncrementWhenOverlimitConfig variants expect exactly this).
+// Ports integration_test.go TestBasicConfig (testBasicBaseConfig), its WithoutPerSecondRedis and
+// WithPerSecondRedis variants (the latter on the RedisPerSecond store): an unknown domain is OK
+// without a limit; basic/key1 (50 per second) has 49 left; 25 requests on another/key2 (20 per
+// minute): 20 OK counting down, then OVER_LIMIT; 15 requests on key2 and key3 (10 per hour)
+// together: OVER_LIMIT from the 11th; the stats of both keys; the reset of another/key4 counts
+// down. Documented difference: from the 11th request on, key2 keeps 10 remaining, because rejected
+// requests consume nothing (the reference's ...WithstopCacheKeyIncrementWhenOverlimitConfig
+// variants expect exactly this).
 TEST_P(ReferenceIntegrationScenarios, BasicConfig) {
   REQUIRE_INTEGRATION_CONFIG(dir);
   Start(dir);
   RunBasicConfig(/*local_cache=*/false);
 }
 
-// Ports integration_test.go TestBasicConfig's WithoutPerSecondRedisWithLocalCache variant: the
-// same on the "_local" keys with the over-limit cache on, which answers key2 from its second
-// rejection and key3 likewise (over_limit_with_local_cache). The reference's freecache hit and
-// miss gauges are not ported (sluiced's cache is its own, see docs/sluiced.md).
+// Ports integration_test.go TestBasicConfig's ...WithLocalCache variants (with and without the
+// per-second Redis): the same on the "_local" keys with the over-limit cache on, which answers key2
+// from its second rejection and key3 likewise (over_limit_with_local_cache). The reference's
+// freecache hit and miss gauges are not ported (sluiced's cache is its own, see docs/sluiced.md).
 TEST_P(ReferenceIntegrationScenarios, BasicConfigWithLocalCache) {
   REQUIRE_INTEGRATION_CONFIG(dir);
   Start(dir, {.over_limit_cache_entries = 1000});
@@ -480,7 +485,7 @@ TEST(ReferenceSluicedScenarios, DISABLED_GrpcHealthFollowsRedisAndSigterm) {
 }
 
 std::string ScenarioName(const ::testing::TestParamInfo<std::tuple<StoreKind, Transport>>& info) {
-  return std::string(std::get<0>(info.param) == StoreKind::kMemory ? "Memory" : "Redis") +
+  return StoreKindName(std::get<0>(info.param)) +
          (std::get<1>(info.param) == Transport::kGrpc ? "Grpc" : "Json");
 }
 

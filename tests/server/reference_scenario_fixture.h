@@ -1,7 +1,8 @@
 // ReferenceScenarioTest: the fixture of the ported envoyproxy/ratelimit scenarios
-// (reference_*_scenarios_test.cc). Each test runs once on the memory store, on a ManualClock, and
-// once on a real Redis, whose windows follow Redis TIME. Both stores sit behind a FaultyStore, so
-// a scenario can also make the store fail.
+// (reference_*_scenarios_test.cc). Each test runs on the memory store, on a ManualClock; on a real
+// Redis, whose windows follow Redis TIME; and on two real Redis servers, one for the limits of one
+// second (the reference's REDIS_PERSECOND). Every store sits behind a FaultyStore, so a scenario
+// can also make the store fail.
 //
 // Example:
 //   TEST_P(ReferenceServiceScenarios, Something) {
@@ -35,6 +36,7 @@
 #include "sluice/redis_store.h"
 
 #include "src/server/metrics.h"
+#include "src/server/per_second_store.h"
 #include "src/server/rate_limit_service.h"
 #include "tests/testing/faulty_store.h"
 #include "tests/testing/manual_clock.h"
@@ -43,13 +45,28 @@
 
 namespace sluice::server {
 
-enum class StoreKind { kMemory, kRedis };
+// kRedisPerSecond: limits of one second on a Redis of their own (PerSecondStore, the reference's
+// REDIS_PERSECOND), every other limit on the main one.
+enum class StoreKind { kMemory, kRedis, kRedisPerSecond };
 
-inline std::string StoreName(const ::testing::TestParamInfo<StoreKind>& info) {
-  return info.param == StoreKind::kMemory ? "Memory" : "Redis";
+inline std::string StoreKindName(StoreKind kind) {
+  switch (kind) {
+    case StoreKind::kMemory:
+      return "Memory";
+    case StoreKind::kRedis:
+      return "Redis";
+    case StoreKind::kRedisPerSecond:
+      return "RedisPerSecond";
+  }
+  return "?";
 }
 
-inline const auto kBothStores = ::testing::Values(StoreKind::kMemory, StoreKind::kRedis);
+inline std::string StoreName(const ::testing::TestParamInfo<StoreKind>& info) {
+  return StoreKindName(info.param);
+}
+
+inline const auto kBothStores =
+    ::testing::Values(StoreKind::kMemory, StoreKind::kRedis, StoreKind::kRedisPerSecond);
 
 // The reference's MockClock in service/ratelimit_test.go answers 2222 s since the epoch; the memory
 // store starts there so that reset times match the reference's (a minute window: 58 s left).
@@ -62,25 +79,24 @@ class ReferenceScenarioBase : public ::testing::Test {
 
   // One redis-server for the whole suite (flushed before each test): starting one per test would
   // cost most of the time budget.
-  static void TearDownTestSuite() { redis_server().reset(); }
+  static void TearDownTestSuite() {
+    redis_server().reset();
+    per_second_server().reset();
+  }
 
   void SetUp() override {
     std::unique_ptr<Store> store;
     if (redis()) {
-      std::unique_ptr<testing::RedisServer>& server = redis_server();
-      if (server == nullptr) {
-        absl::StatusOr<std::unique_ptr<testing::RedisServer>> started =
-            testing::RedisServer::Start();
-        ASSERT_TRUE(started.ok()) << started.status();
-        server = *std::move(started);
+      std::unique_ptr<RedisStore> main = ConnectTo(redis_server());
+      ASSERT_NE(main, nullptr);
+      if (store_kind() == StoreKind::kRedisPerSecond) {
+        per_second_redis_ = ConnectTo(per_second_server());
+        ASSERT_NE(per_second_redis_, nullptr);
+        main_redis_ = std::move(main);
+        store = std::make_unique<PerSecondStore>(*main_redis_, *per_second_redis_);
+      } else {
+        store = std::move(main);
       }
-      ASSERT_TRUE(server->Command({"FLUSHALL"}).ok());
-      // Generous: sanitizer builds on two shared cores must not turn into timeouts.
-      absl::StatusOr<std::unique_ptr<RedisStore>> redis_store = RedisStore::Create(
-          {.url = server->Url(), .command_timeout = std::chrono::milliseconds(5000)});
-      ASSERT_TRUE(redis_store.ok()) << redis_store.status();
-      ASSERT_TRUE((*redis_store)->WaitForConnection(std::chrono::seconds(10)).ok());
-      store = *std::move(redis_store);
     } else {
       absl::StatusOr<std::unique_ptr<MemoryStore>> memory = MemoryStore::Create({.clock = &clock_});
       ASSERT_TRUE(memory.ok()) << memory.status();
@@ -89,7 +105,32 @@ class ReferenceScenarioBase : public ::testing::Test {
     store_ = std::make_unique<testing::FaultyStore>(std::move(store));
   }
 
-  bool redis() const { return store_kind() == StoreKind::kRedis; }
+  bool redis() const { return store_kind() != StoreKind::kMemory; }
+
+  // Starts `server` once per suite, flushes it, and returns a store connected to it.
+  static std::unique_ptr<RedisStore> ConnectTo(std::unique_ptr<testing::RedisServer>& server) {
+    if (server == nullptr) {
+      absl::StatusOr<std::unique_ptr<testing::RedisServer>> started = testing::RedisServer::Start();
+      EXPECT_TRUE(started.ok()) << started.status();
+      if (!started.ok()) return nullptr;
+      server = *std::move(started);
+    }
+    EXPECT_TRUE(server->Command({"FLUSHALL"}).ok());
+    // Generous: sanitizer builds on two shared cores must not turn into timeouts.
+    absl::StatusOr<std::unique_ptr<RedisStore>> store = RedisStore::Create(
+        {.url = server->Url(), .command_timeout = std::chrono::milliseconds(5000)});
+    EXPECT_TRUE(store.ok()) << store.status();
+    if (!store.ok()) return nullptr;
+    EXPECT_TRUE((*store)->WaitForConnection(std::chrono::seconds(10)).ok());
+    return *std::move(store);
+  }
+
+  // The number of keys on the per-second Redis (kRedisPerSecond only).
+  int64_t PerSecondKeys() const {
+    absl::StatusOr<std::string> n = per_second_server()->Command({"DBSIZE"});
+    int64_t keys = -1;
+    return n.ok() && absl::SimpleAtoi(*n, &keys) ? keys : -1;
+  }
 
   // Makes the service on `config_yaml` (one file named "config.yaml").
   void Build(const std::string& config_yaml, RateLimitServiceOptions options = {}) {
@@ -170,9 +211,16 @@ class ReferenceScenarioBase : public ::testing::Test {
     static std::unique_ptr<testing::RedisServer> server;
     return server;
   }
+  static std::unique_ptr<testing::RedisServer>& per_second_server() {
+    static std::unique_ptr<testing::RedisServer> server;
+    return server;
+  }
 
   testing::ManualClock clock_{kReferenceNow};
   Metrics metrics_;
+  // kRedisPerSecond's two stores, which the PerSecondStore in store_ refers to.
+  std::unique_ptr<RedisStore> main_redis_;
+  std::unique_ptr<RedisStore> per_second_redis_;
   std::unique_ptr<testing::FaultyStore> store_;
   std::unique_ptr<RateLimitService> service_;
 };

@@ -547,7 +547,7 @@ domain: domain
 descriptors:
   - key: key
     value: value
-    rate_limit: {unit: hour, requests_per_unit: 10}
+    rate_limit: {unit: second, requests_per_unit: 10}
   - key: key2
     value: value2
     descriptors:
@@ -589,27 +589,25 @@ void PrintTo(const Stats& s, std::ostream* os) {
       << s.over << "}";
 }
 
-// Ports redis/fixed_cache_impl_test.go testRedis (its per-second Redis variant is not ported:
-// sluiced has no second Redis): (1) 10 per unit with 4 used: 5 remaining after one more; (2) a
-// descriptor with no limit and hits_addend 0 beside a nested one over its limit; (3) a
-// per-descriptor hits_addend of 0 on a used-up limit beside a used-up nested limit: both
-// OVER_LIMIT, the 0-hit one adding no stats. The reference's mocked counters in (3) stand past
-// their limits (11 and 13 of 10), which only its counting of rejected hits produces; here they stop
-// at 10 (documented difference: a rejected request consumes nothing), with the same answer.
-// Verifies, too, that a limit only peeked at (the request was already rejected) is reported over
-// when its own hits would not fit.
+// Ports redis/fixed_cache_impl_test.go testRedis (both variants: the RedisPerSecond store is its
+// usePerSecondRedis, which must hold the one per-second counter): (1) 10 per second, 5 hits: 5
+// remaining (the reference's mocked counter reads 5 after its hit); (2) a descriptor with no limit
+// and hits_addend 0 beside a nested one over its limit; (3) a per-descriptor hits_addend of 0 on a
+// used-up limit beside a used-up nested limit: both OVER_LIMIT, the 0-hit one adding no stats. The
+// reference's mocked counters in (3) stand past their limits (11 and 13 of 10), which only its
+// counting of rejected hits produces; here they stop at 10 (documented difference: a rejected
+// request consumes nothing), with the same answer. Verifies, too, that a limit only peeked at (the
+// request was already rejected) is reported over when its own hits would not fit.
 TEST_P(ReferenceServiceScenarios, FixedCacheRedis) {
   EnsureWindowRoom(kHour);
   Build(kFixedCache);
-  Admit(R"pb(domain: "domain"
-             hits_addend: 4
-             descriptors { entries { key: "key" value: "value" } })pb",
-        1);
+  // One request of 5 hits: a second's window could roll between two requests on Redis.
   absl::StatusOr<RateLimitResponse> r =
       Call(R"pb(domain: "domain"
+                hits_addend: 5
                 descriptors { entries { key: "key" value: "value" } })pb");
   ASSERT_TRUE(r.ok()) << r.status();
-  ExpectStatus(r->statuses(0), RateLimitResponse::OK, 10, RateLimitResponse::RateLimit::HOUR, 5);
+  ExpectStatus(r->statuses(0), RateLimitResponse::OK, 10, RateLimitResponse::RateLimit::SECOND, 5);
   EXPECT_EQ(Stat("domain.key_value", "total_hits"), 5u);
   EXPECT_EQ(Stat("domain.key_value", "within_limit"), 5u);
   EXPECT_EQ(Stat("domain.key_value", "near_limit"), 0u);
@@ -664,6 +662,9 @@ TEST_P(ReferenceServiceScenarios, FixedCacheRedis) {
                0);
   EXPECT_EQ(Stat("domain.key3_value3", "total_hits"), key3_hits);  // 0 hits add nothing.
   EXPECT_EQ(Stat("domain.key3_value3", "over_limit"), 0u);
+  if (store_kind() == StoreKind::kRedisPerSecond) {
+    EXPECT_EQ(PerSecondKeys(), 1);
+  }
   EXPECT_EQ(Stat("domain.key3_value3.subkey3_subvalue3", "over_limit"), 1u);
 }
 
