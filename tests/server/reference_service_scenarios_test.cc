@@ -444,6 +444,10 @@ descriptors:
   - key: ten
     value: value
     rate_limit: {unit: hour, requests_per_unit: 10}
+  - key: shadowten
+    value: value
+    shadow_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 10}
 )yaml";
 
 std::string Request(const std::string& key, int hits) {
@@ -510,7 +514,22 @@ TEST_P(ReferenceServiceScenarios, GetResponseStatusBelowLimit) {
   EXPECT_EQ(Stat("domain.ten_value", "shadow_mode"), 0u);
 }
 
+// Ports limiter/base_limiter_test.go TestGetResponseStatusBelowLimitShadowMode: the same below the
+// limit in shadow mode: 4 remaining, within_limit, no shadow_mode count.
+TEST_P(ReferenceServiceScenarios, GetResponseStatusBelowLimitShadowMode) {
+  EnsureWindowRoom(kHour);
+  Build(kKeyValue);
+  Admit(Request("shadowten", 2), 1);
+  absl::StatusOr<RateLimitResponse> r = Call(Request("shadowten", 4));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectStatus(r->statuses(0), RateLimitResponse::OK, 10, RateLimitResponse::RateLimit::HOUR, 4);
+  EXPECT_EQ(Stat("domain.shadowten_value", "near_limit"), 0u);
+  EXPECT_EQ(Stat("domain.shadowten_value", "within_limit"), 6u);
+  EXPECT_EQ(Stat("domain.shadowten_value", "shadow_mode"), 0u);
+}
+
 // Ports limiter/base_limiter_test.go TestGetResponseStatusOverLimitWithLocalCache and
+// TestOverLimitWithLocalCache, and the cache half of redis/fixed_cache_impl_test.go
 // TestOverLimitWithLocalCache: once a key is over its limit, the over-limit cache answers it with
 // no store call, counting over_limit and over_limit_with_local_cache. Documented difference: the
 // entry lives for the denial's retry_after, not the whole unit.
