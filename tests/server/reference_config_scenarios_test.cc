@@ -227,7 +227,7 @@ TEST_P(ReferenceConfigScenarios, ShareThresholdSharesOneCounter) {
   EXPECT_EQ(Stat("test-domain.file_test1", "total_hits"), 50u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, ReferenceConfigScenarios, kBothStores, StoreName);
+INSTANTIATE_TEST_SUITE_P(Stores, ReferenceConfigScenarios, kAllStores, StoreName);
 
 // Ports config_test.go TestShareThreshold (stats keys, cases 1-3 and 5-8): a share_threshold
 // pattern stands in the stats key for the value, also over value_to_metric and detailed_metric,

@@ -490,11 +490,11 @@ std::string ScenarioName(const ::testing::TestParamInfo<std::tuple<StoreKind, Tr
 }
 
 INSTANTIATE_TEST_SUITE_P(StoresAndTransports, ReferenceIntegrationScenarios,
-                         ::testing::Combine(kBothStores,
+                         ::testing::Combine(kAllStores,
                                             ::testing::Values(Transport::kGrpc, Transport::kJson)),
                          ScenarioName);
 INSTANTIATE_TEST_SUITE_P(Stores, ReferenceEndpointScenarios,
-                         ::testing::Combine(kBothStores, ::testing::Values(Transport::kJson)),
+                         ::testing::Combine(kAllStores, ::testing::Values(Transport::kJson)),
                          ScenarioName);
 
 }  // namespace

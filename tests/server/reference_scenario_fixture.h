@@ -10,7 +10,7 @@
 //     absl::StatusOr<RateLimitResponse> r = Call(R"pb(domain: "d"
 //                                                   descriptors { entries { key: "k" } })pb");
 //   }
-//   INSTANTIATE_TEST_SUITE_P(Stores, ReferenceServiceScenarios, kBothStores, StoreName);
+//   INSTANTIATE_TEST_SUITE_P(Stores, ReferenceServiceScenarios, kAllStores, StoreName);
 //
 // Thread safety: a test fixture; drive it from the test's thread.
 #ifndef SLUICE_TESTS_SERVER_REFERENCE_SCENARIO_FIXTURE_H_
@@ -65,7 +65,7 @@ inline std::string StoreName(const ::testing::TestParamInfo<StoreKind>& info) {
   return StoreKindName(info.param);
 }
 
-inline const auto kBothStores =
+inline const auto kAllStores =
     ::testing::Values(StoreKind::kMemory, StoreKind::kRedis, StoreKind::kRedisPerSecond);
 
 // The reference's MockClock in service/ratelimit_test.go answers 2222 s since the epoch; the memory

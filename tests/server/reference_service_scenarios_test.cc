@@ -860,7 +860,7 @@ descriptors:
   EXPECT_EQ(Counter("ratelimit.service.rate_limit.domain.path_/foo_bar_baz.total_hits"), 2u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, ReferenceServiceScenarios, kBothStores, StoreName);
+INSTANTIATE_TEST_SUITE_P(Stores, ReferenceServiceScenarios, kAllStores, StoreName);
 
 }  // namespace
 }  // namespace sluice::server
