@@ -112,7 +112,9 @@ TEST_P(ReferenceServiceScenarios, Service) {
   EXPECT_EQ(r->statuses(0).current_limit().name(), "key_name");
   ExpectNoLimit(r->statuses(1));
 
-  // A reload that fails never reaches the service (sluiced keeps the config it has).
+  // A reload that fails never reaches the service (sluiced keeps the config it has). The
+  // reference's config_load_success/error counts are sluiced's main loop's, not the service's (see
+  // BasicReloadConfig in reference_integration_scenarios_test.cc).
   const ConfigSource bad{.name = "bad.yaml", .content = "domain: different-domain\nbogus: 1\n"};
   EXPECT_FALSE(ParseRateLimitConfig({&bad, 1}).ok());
   r = Call(kHelloWorldFooBar);
