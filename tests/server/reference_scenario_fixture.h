@@ -168,6 +168,50 @@ class ReferenceScenarioBase : public ::testing::Test {
     return f.get();
   }
 
+  // Calls `text_proto` `n` times, expecting OK each time.
+  void Admit(const std::string& text_proto, int n) {
+    for (int i = 0; i < n; ++i) {
+      absl::StatusOr<RateLimitResponse> r = Call(text_proto);
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_EQ(r->overall_code(), RateLimitResponse::OK) << "request " << i << " of " << n;
+    }
+  }
+
+  // Expects `s` to report `limit` per `unit` with `remaining` left; on the memory store also the
+  // reset time the reference's clock at 2222 s gives, on Redis a reset within the unit.
+  void ExpectStatus(const RateLimitResponse::DescriptorStatus& s, RateLimitResponse::Code code,
+                    uint32_t limit, RateLimitResponse::RateLimit::Unit unit, uint32_t remaining) {
+    EXPECT_EQ(s.code(), code);
+    ASSERT_TRUE(s.has_current_limit());
+    EXPECT_EQ(s.current_limit().requests_per_unit(), limit);
+    EXPECT_EQ(s.current_limit().unit(), unit);
+    EXPECT_EQ(s.limit_remaining(), remaining);
+    const int64_t unit_seconds = unit == RateLimitResponse::RateLimit::SECOND   ? 1
+                                 : unit == RateLimitResponse::RateLimit::MINUTE ? 60
+                                 : unit == RateLimitResponse::RateLimit::HOUR   ? 3600
+                                                                                : 86400;
+    if (redis()) {
+      EXPECT_GE(s.duration_until_reset().seconds(), 0);
+      EXPECT_LE(s.duration_until_reset().seconds(), unit_seconds);
+    } else {
+      EXPECT_EQ(s.duration_until_reset().seconds(),
+                unit_seconds - kReferenceNow.count() % unit_seconds);
+    }
+  }
+
+  static void ExpectNoLimit(const RateLimitResponse::DescriptorStatus& s, uint32_t remaining = 0) {
+    EXPECT_EQ(s.code(), RateLimitResponse::OK);
+    EXPECT_FALSE(s.has_current_limit());
+    EXPECT_EQ(s.limit_remaining(), remaining);
+  }
+
+  static std::string HeaderValue(const RateLimitResponse& r, const std::string& name) {
+    for (const auto& h : r.response_headers_to_add()) {
+      if (h.key() == name) return h.value();
+    }
+    return "<absent>";
+  }
+
   // Returns the counter named as the reference's statsd name (e.g.
   // "ratelimit.service.rate_limit.domain.key.total_hits"), or 0 when it does not exist yet. Stats
   // keys that differ only in characters statsd cannot carry share a name; their values are summed,
