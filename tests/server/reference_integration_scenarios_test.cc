@@ -198,6 +198,8 @@ void ReferenceIntegrationScenarios::RunBasicConfig(bool local_cache) {
     EXPECT_EQ(PerSecondKeys(), 1);
   }
 
+  // key2 counts per minute, key3 per hour: neither window may roll during the next 40 requests.
+  EnsureWindowRoom(std::chrono::hours(1));
   EnsureWindowRoom(std::chrono::minutes(1));
   for (int i = 0; i < 25; ++i) {
     SCOPED_TRACE("one key, request " + std::to_string(i));
@@ -333,6 +335,7 @@ TEST_P(ReferenceIntegrationScenarios, BasicReloadConfig) {
 TEST_P(ReferenceIntegrationScenarios, ShareThreshold) {
   REQUIRE_INTEGRATION_CONFIG(dir);
   Start(dir);
+  EnsureWindowRoom(std::chrono::hours(1));
   const std::string domain = "share-threshold-test";
   for (int i = 0; i < 10; ++i) {
     const RateLimitResponse r = Send(NewRequest(domain, {{{"files", "files/a.pdf"}}}));
