@@ -88,6 +88,8 @@ Evaluation Evaluate(const Plan& plan, const std::vector<LimitResult>& results,
   // least remaining.
   std::vector<const PlannedLimit*> chosen(n, nullptr);
   std::vector<const Decision*> chosen_decision(n, nullptr);
+  // Whether the chosen limit is over (only a shadow-mode one can be over in an OK descriptor).
+  std::vector<bool> chosen_over(n, false);
   int64_t retry_after = 0;
   for (size_t i = 0; i < plan.limits.size(); ++i) {
     const PlannedLimit& l = plan.limits[i];
@@ -102,6 +104,7 @@ Evaluation Evaluate(const Plan& plan, const std::vector<LimitResult>& results,
     if (c == nullptr || d.remaining < c->remaining) {
       c = &d;
       chosen[l.descriptor] = &l;
+      chosen_over[l.descriptor] = limit_over[i];
     }
   }
 
@@ -122,8 +125,10 @@ Evaluation Evaluate(const Plan& plan, const std::vector<LimitResult>& results,
     if (l == nullptr) continue;
     const Decision& d = *chosen_decision[i];
     status.current_limit = l->reported;
+    // Over its limit, a descriptor has nothing remaining, also when shadow mode leaves it OK (as
+    // the reference answers).
     status.limit_remaining =
-        descriptor_over[i]
+        descriptor_over[i] || chosen_over[i]
             ? 0
             : static_cast<uint32_t>(std::clamp<int64_t>(d.remaining, 0, kUnlimitedRemaining));
     status.reset_seconds = StatusResetSeconds(d.reset_after);

@@ -7,6 +7,21 @@
 #include "src/util/mutex.h"
 
 namespace sluice::server {
+namespace {
+
+// Records a peek's answer for `l`. A peek stands in for the check of a request that another limit
+// already rejected: the store admits its cost of 0 and records nothing, so the decision is turned
+// into a denial when the limit's own hits would not have fit. The request's statuses and stats then
+// report every limit it would have exceeded, as the reference reports each descriptor (with
+// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, whose all-or-nothing counting sluice always has).
+void RecordPeek(const PlannedLimit& l, Decision d, LimitResult& r) {
+  if (l.hits > 0 && d.allowed && d.remaining < l.hits) d.allowed = false;
+  r.decision = d;
+  r.counted = false;
+  r.peeked = true;
+}
+
+}  // namespace
 
 struct PlanExecutor::Run {
   std::shared_ptr<const Plan> plan;
@@ -145,9 +160,11 @@ void PlanExecutor::CheckTogether(const std::shared_ptr<Run>& run, std::vector<si
     const LimitCheck& c = checks.front();
     store_.CheckAsync(c.key, c.limit, c.cost,
                       [this, run, i = indexes.front(), peek](absl::StatusOr<Decision> d) {
-                        if (d.ok()) {
+                        if (d.ok() && peek) {
+                          RecordPeek(run->plan->limits[i], *d, run->results[i]);
+                        } else if (d.ok()) {
                           run->results[i].decision = *d;
-                          run->results[i].counted = d->allowed && !peek;
+                          run->results[i].counted = d->allowed;
                         } else {
                           run->Fail(d.status());
                         }
@@ -159,8 +176,13 @@ void PlanExecutor::CheckTogether(const std::shared_ptr<Run>& run, std::vector<si
       checks, [this, run, indexes = std::move(indexes), peek](absl::StatusOr<MultiDecision> m) {
         if (m.ok()) {
           for (size_t j = 0; j < indexes.size() && j < m->decisions.size(); ++j) {
-            run->results[indexes[j]].decision = m->decisions[j];
-            run->results[indexes[j]].counted = m->allowed && !peek;
+            LimitResult& r = run->results[indexes[j]];
+            if (peek) {
+              RecordPeek(run->plan->limits[indexes[j]], m->decisions[j], r);
+            } else {
+              r.decision = m->decisions[j];
+              r.counted = m->allowed;
+            }
           }
         } else {
           run->Fail(m.status());
@@ -195,9 +217,10 @@ void PlanExecutor::Complete(const std::shared_ptr<Run>& run) {
     for (size_t i = 0; i < limits.size(); ++i) {
       const PlannedLimit& l = limits[i];
       const LimitResult& r = run->results[i];
-      // Not for a 0-hit check: the cache answers requests of at least the denied cost.
-      if (!l.Enforced() || r.from_cache || !r.decision.has_value() || r.decision->allowed ||
-          l.hits == 0 || !l.limit.has_value()) {
+      // Not for a 0-hit check: the cache answers requests of at least the denied cost. Not for a
+      // peek either: the store denied nothing, so its answer carries no retry_after.
+      if (!l.Enforced() || r.from_cache || r.peeked || !r.decision.has_value() ||
+          r.decision->allowed || l.hits == 0 || !l.limit.has_value()) {
         continue;
       }
       cache_->Add(l.key, l.limit->limit, l.hits, now, r.decision->retry_after,

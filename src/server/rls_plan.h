@@ -101,6 +101,9 @@ struct LimitResult {
   bool from_cache = false;
   // True when the store recorded the hits (an admitted check that was not a peek).
   bool counted = false;
+  // True when the limit was only peeked at, because the request was already rejected; its decision
+  // then says whether its own hits would have fit (see PlanExecutor).
+  bool peeked = false;
 };
 
 // IsOver()

@@ -192,6 +192,24 @@ TEST_F(RateLimitServiceTest, RejectedRequestConsumesNoOtherDescriptor) {
   EXPECT_EQ(r->statuses(0).limit_remaining(), 2u);
 }
 
+// Verifies a limit only peeked at, because another limit already rejected the request, reports
+// OVER_LIMIT when its own hits would not fit (as the reference reports each descriptor), and that
+// such a peek is not put in the over-limit cache: the store denied nothing.
+TEST_F(RateLimitServiceTest, PeekedLimitThatWouldNotFitIsOverButNotCached) {
+  Build({.over_limit_cache_entries = 100});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Call(kIp).ok());
+  absl::StatusOr<RateLimitResponse> r =
+      Call(R"pb(domain: "edge"
+                descriptors { entries { key: "blocked" value: "x" } }
+                descriptors { entries { key: "remote_address" value: "10.0.0.1" } })pb");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(1).code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(1).limit_remaining(), 0u);
+  faulty_->Fail(absl::UnavailableError("down"));
+  EXPECT_TRUE(absl::IsUnavailable(Call(kIp).status()));
+}
+
 TEST_F(RateLimitServiceTest, SeveralLimitsOnOneDescriptorAreAllEnforced) {
   constexpr const char* kUser = R"pb(domain: "edge"
                                      descriptors { entries { key: "user" value: "u1" } })pb";
