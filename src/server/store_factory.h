@@ -6,11 +6,14 @@
 #include <string>
 #include <string_view>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
 #include "sluice/store.h"
+
+#include "src/server/metrics.h"
 
 namespace sluice::server {
 
@@ -28,6 +31,13 @@ struct StoreHandles {
 // memory store (its clock is ignored).
 absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const FailurePolicy& policy,
                                        const MemoryStoreOptions& memory = {});
+
+// StoreStateSource()
+//
+// Returns what Metrics::SetStoreStateSource() takes for `stores`: the failure policy's breaker, and
+// the Redis or memory store's own counters. `stores` must outlive the returned source. A Redis
+// connection counts as ready while more connections were established than lost.
+absl::AnyInvocable<StoreState() const> StoreStateSource(const StoreHandles& stores);
 
 }  // namespace sluice::server
 
