@@ -21,6 +21,7 @@
 #include "sluice/memory_store.h"
 #include "sluice/version.h"
 
+#include "src/server/config_reloader.h"
 #include "src/server/config_watcher.h"
 #include "src/server/grpc_server.h"
 #include "src/server/http_api.h"
@@ -109,9 +110,8 @@ int Run(const Flags& flags) {
                                .global_shadow_mode = flags.shadow_mode,
                                .over_limit_cache_entries = flags.local_cache_entries,
                            });
-  auto load = [&](const char* why) {
-    absl::StatusOr<std::shared_ptr<const RateLimitConfig>> config =
-        LoadRateLimitConfig(flags.config);
+  metrics.SetStoreStateSource(StoreStateSource(*stores));
+  auto apply = [&](const std::string& why, ConfigReloader::Result config) {
     metrics.CountConfigLoad(config.ok());
     if (!config.ok()) {
       spdlog::error("config {} rejected, keeping the previous one: {}", why,
@@ -123,6 +123,9 @@ int Run(const Flags& flags) {
                  absl::StrJoin(service.config()->Domains(), ", "));
     return true;
   };
+  auto load = [&](const char* why) { return apply(why, LoadRateLimitConfig(flags.config)); };
+  // Reloads parse on a thread of their own, so SIGTERM never waits for one (config_reloader.h).
+  ConfigReloader reloader([path = flags.config] { return LoadRateLimitConfig(path); }, apply);
   // Fingerprint the files before reading them: a change that lands between the two is then seen
   // by the first poll instead of being mistaken for the state already loaded.
   ConfigWatcher watcher(flags.config);
@@ -157,7 +160,7 @@ int Run(const Flags& flags) {
     const int sig = sigtimedwait(&signals, nullptr, &timeout);
     if (sig == SIGHUP) {
       watcher.Poll();  // Before loading, for the same reason as at start.
-      load("on SIGHUP");
+      reloader.Request("on SIGHUP");
     } else if (sig == SIGINT || sig == SIGTERM) {
       spdlog::info("{}: draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
       api.MarkTerminating();
@@ -169,7 +172,7 @@ int Run(const Flags& flags) {
       }
       break;
     } else if (watcher.Poll()) {
-      load("on change");
+      reloader.Request("on change");
     }
   }
   grpc.Stop();
