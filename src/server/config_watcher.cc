@@ -25,7 +25,7 @@ ConfigWatcher::ConfigWatcher(std::filesystem::path path, ConfigWatcherOptions op
 std::string ConfigWatcher::Read(const std::filesystem::path& p) const {
   if (options_.read_file) return options_.read_file(p);
   std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 std::vector<ConfigWatcher::FileState> ConfigWatcher::Scan() const {

@@ -145,7 +145,7 @@ bool Metrics::FitsLocked(size_t count, size_t bytes) const {
          series_bytes_.load(std::memory_order_relaxed) + bytes <= options_.max_series_bytes;
 }
 
-Metrics::RuleCounters& Metrics::AddSeriesLocked(std::string map_key, std::string domain,
+Metrics::RuleCounters& Metrics::AddSeriesLocked(absl::string_view map_key, std::string domain,
                                                 std::string key, bool counted) {
   auto counters = std::make_unique<RuleCounters>();
   counters->domain = std::move(domain);
@@ -155,9 +155,9 @@ Metrics::RuleCounters& Metrics::AddSeriesLocked(std::string map_key, std::string
     series_bytes_.fetch_add(RuleSeriesBytes(map_key, counters->domain, counters->key),
                             std::memory_order_relaxed);
   }
-  auto [it, inserted] = rules_.emplace(std::move(map_key), std::move(counters));
-  (void)inserted;
-  return *it->second;
+  RuleCounters& added = *counters;
+  rules_.try_emplace(std::string(map_key), std::move(counters));
+  return added;
 }
 
 Metrics::RuleCounters& Metrics::CountersFor(absl::string_view domain, absl::string_view stats_key) {
@@ -177,7 +177,7 @@ Metrics::RuleCounters& Metrics::CountersFor(absl::string_view domain, absl::stri
   std::string key_label = BoundLabelValue(rest, options_.max_label_bytes);
   if (FitsLocked(rules_.size() - overflow_series_,
                  RuleSeriesBytes(map_key, domain_label, key_label))) {
-    return AddSeriesLocked(std::string(map_key), std::move(domain_label), std::move(key_label));
+    return AddSeriesLocked(map_key, std::move(domain_label), std::move(key_label));
   }
   // Over a bound: the domain's overflow series, while there are few of them (a request's domain
   // names one with a descriptor's own limit, so domains are attacker-controlled too), else the
@@ -189,15 +189,14 @@ Metrics::RuleCounters& Metrics::CountersFor(absl::string_view domain, absl::stri
   if (overflow_series_ < options_.max_overflow_series &&
       FitsLocked(0, RuleSeriesBytes(overflow_key, domain_label, kOverflowKey))) {
     ++overflow_series_;
-    return AddSeriesLocked(std::move(overflow_key), std::move(domain_label),
-                           std::string(kOverflowKey));
+    return AddSeriesLocked(overflow_key, std::move(domain_label), std::string(kOverflowKey));
   }
   overflow_key = absl::StrCat(kOverflowKey, ".", kOverflowKey);
   it = rules_.find(overflow_key);
   if (it != rules_.end()) return *it->second;
   ++overflow_series_;
-  return AddSeriesLocked(std::move(overflow_key), std::string(kOverflowKey),
-                         std::string(kOverflowKey), /*counted=*/true);
+  return AddSeriesLocked(overflow_key, std::string(kOverflowKey), std::string(kOverflowKey),
+                         /*counted=*/true);
 }
 
 void Metrics::AddRuleStats(absl::string_view domain, absl::string_view stats_key,

@@ -186,7 +186,7 @@ class Metrics {
   static uint64_t RuleValue(const RuleCounters& c, size_t metric);
   RuleCounters& CountersFor(absl::string_view domain, absl::string_view stats_key);
   // Adds a series and counts its bytes, unless they are `counted` already.
-  RuleCounters& AddSeriesLocked(std::string map_key, std::string domain, std::string key,
+  RuleCounters& AddSeriesLocked(absl::string_view map_key, std::string domain, std::string key,
                                 bool counted = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a new series of `bytes` fits the bounds, given `count` series of its kind.
   bool FitsLocked(size_t count, size_t bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

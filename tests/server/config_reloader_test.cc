@@ -66,7 +66,7 @@ class SlowLoader {
 class Applied {
  public:
   ConfigReloader::Apply Fn() {
-    return [this](const std::string& why, ConfigReloader::Result) {
+    return [this](const std::string& why, const ConfigReloader::Result& /*config*/) {
       internal::MutexLock lock(&mu_);
       whys_.push_back(why);
       if (whys_.size() == want_) done_.set_value();

@@ -1,12 +1,12 @@
 #include "src/server/config_watcher.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
-#include <stdlib.h>
 
 #include "tests/testing/manual_clock.h"
 
@@ -17,6 +17,12 @@ namespace fs = std::filesystem;
 using std::chrono::hours;
 
 class ConfigWatcherTest : public ::testing::Test {
+ public:
+  ConfigWatcherTest(const ConfigWatcherTest&) = delete;
+  ConfigWatcherTest& operator=(const ConfigWatcherTest&) = delete;
+  ConfigWatcherTest(ConfigWatcherTest&&) = delete;
+  ConfigWatcherTest& operator=(ConfigWatcherTest&&) = delete;
+
  protected:
   ConfigWatcherTest() {
     std::string tmpl = (fs::temp_directory_path() / "sluice-watcher-XXXXXX").string();
