@@ -20,7 +20,7 @@ TSAN_TESTS=(
   redis_client_test redis_client_fault_test redis_pipeline_test redis_client_handshake_test
   script_runner_test redis_store_test redis_store_fault_test cluster_client_test
   sentinel_client_test rate_limit_service_test rate_limit_service_async_test
-  rate_limit_service_redis_test http_api_test
+  rate_limit_service_redis_test http_api_test metrics_test config_reloader_test
   middleware_test middleware_failure_test beast_test
 )
 # Untrusted bytes are parsed here: URLs, RESP, config, /json, keys, client addresses; and the

@@ -1,5 +1,6 @@
 #include "src/server/metrics.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cctype>
@@ -37,6 +38,37 @@ std::string EscapeLabel(absl::string_view v) {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
+// The bytes glibc's malloc gives a std::string of `size` bytes: none within the inline buffer
+// (15 bytes), else size + 1 for the terminator + 8 for the chunk header, rounded up to 16, at
+// least 32.
+size_t StringHeapBytes(size_t size) {
+  if (size <= 15) return 0;
+  const size_t chunk = (size + 1 + 8 + 15) & ~size_t{15};
+  return chunk < 32 ? 32 : chunk;
+}
+
+// The bytes a per-rule series counts: its fixed part, and the heap copies of its map key, its two
+// labels and its statsd prefix (kRulePrefix, the sanitized map key, "."; sanitizing keeps sizes).
+size_t RuleSeriesBytes(absl::string_view map_key, absl::string_view domain, absl::string_view key) {
+  return Metrics::kSeriesOverheadBytes + StringHeapBytes(map_key.size()) +
+         StringHeapBytes(domain.size()) + StringHeapBytes(key.size()) +
+         StringHeapBytes(kRulePrefix.size() + map_key.size() + 1);
+}
+
+// The bytes an unknown domain's series counts: its fixed part, its map key and its label.
+size_t DomainSeriesBytes(absl::string_view domain) {
+  return Metrics::kSeriesOverheadBytes + 2 * StringHeapBytes(domain.size());
+}
+
+// The stats key without its leading "`domain`.", or all of it when it does not start so.
+absl::string_view KeyWithoutDomain(absl::string_view domain, absl::string_view stats_key) {
+  if (stats_key.size() > domain.size() && stats_key.substr(0, domain.size()) == domain &&
+      stats_key[domain.size()] == '.') {
+    return stats_key.substr(domain.size() + 1);
+  }
+  return stats_key;
+}
+
 // Returns the length of the IPv4-looking run (\d{1,3}(\.\d{1,3}){3}) at s[i], or 0. Like the
 // reference's unanchored regular expression, it matches inside longer digit runs too: the leftmost
 // match wins, and the first group takes as many digits (up to 3) as still let the rest match.
@@ -64,6 +96,23 @@ size_t Ipv4RunAt(absl::string_view s, size_t i) {
 
 }  // namespace
 
+std::string BoundLabelValue(absl::string_view value, size_t max_bytes) {
+  constexpr size_t kHashSuffix = 17;  // "~" and 16 hex digits.
+  max_bytes = std::max<size_t>(max_bytes, 32);
+  if (value.size() <= max_bytes) return std::string(value);
+  // FNV-1a rather than absl::Hash: the same value must name the same series after a restart.
+  uint64_t hash = 14695981039346656037ULL;
+  for (unsigned char c : value) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  // value[cut] is the first byte left out; while it continues a UTF-8 sequence (10xxxxxx), the
+  // character it belongs to would be split, so leave that character out too.
+  size_t cut = max_bytes - kHashSuffix;
+  while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) --cut;
+  return absl::StrCat(value.substr(0, cut), "~", absl::Hex(hash, absl::kZeroPad16));
+}
+
 std::string SanitizeStatName(absl::string_view name) {
   std::string out(name);
   for (char& c : out) {
@@ -83,30 +132,71 @@ std::string SanitizeStatName(absl::string_view name) {
   return out;
 }
 
-Metrics::Metrics(MetricsOptions options) : options_(options) {}
+// The two global overflow series (per-rule and unknown domain) must always find room, so their
+// bytes are counted from the start, before they exist.
+Metrics::Metrics(MetricsOptions options)
+    : options_(options),
+      series_bytes_(RuleSeriesBytes(absl::StrCat(kOverflowKey, ".", kOverflowKey), kOverflowKey,
+                                    kOverflowKey) +
+                    DomainSeriesBytes(kOverflowKey)) {}
+
+bool Metrics::FitsLocked(size_t count, size_t bytes) const {
+  return count < options_.max_series &&
+         series_bytes_.load(std::memory_order_relaxed) + bytes <= options_.max_series_bytes;
+}
+
+Metrics::RuleCounters& Metrics::AddSeriesLocked(absl::string_view map_key, std::string domain,
+                                                std::string key, bool counted) {
+  auto counters = std::make_unique<RuleCounters>();
+  counters->domain = std::move(domain);
+  counters->key = std::move(key);
+  counters->statsd_prefix = absl::StrCat(kRulePrefix, SanitizeStatName(map_key), ".");
+  if (!counted) {
+    series_bytes_.fetch_add(RuleSeriesBytes(map_key, counters->domain, counters->key),
+                            std::memory_order_relaxed);
+  }
+  RuleCounters& added = *counters;
+  rules_.try_emplace(std::string(map_key), std::move(counters));
+  return added;
+}
 
 Metrics::RuleCounters& Metrics::CountersFor(absl::string_view domain, absl::string_view stats_key) {
-  internal::MutexLock lock(&mu_);
-  auto it = rules_.find(stats_key);
-  if (it != rules_.end()) return *it->second;
-  std::string full(stats_key);
-  if (rules_.size() >= options_.max_series) {
-    full = absl::StrCat(domain, ".", kOverflowKey);
-    it = rules_.find(full);
-    if (it != rules_.end()) return *it->second;
+  const absl::string_view rest = KeyWithoutDomain(domain, stats_key);
+  // A long label makes the map key the bounded stats key, so the map holds bounded strings only.
+  std::string bounded;
+  absl::string_view map_key = stats_key;
+  if (domain.size() > options_.max_label_bytes || rest.size() > options_.max_label_bytes) {
+    bounded = absl::StrCat(BoundLabelValue(domain, options_.max_label_bytes), ".",
+                           BoundLabelValue(rest, options_.max_label_bytes));
+    map_key = bounded;
   }
-  auto counters = std::make_unique<RuleCounters>();
-  counters->domain = std::string(domain);
-  const absl::string_view rest = absl::string_view(full);
-  counters->key =
-      std::string(rest.size() > domain.size() && rest.substr(0, domain.size()) == domain &&
-                          rest[domain.size()] == '.'
-                      ? rest.substr(domain.size() + 1)
-                      : rest);
-  counters->statsd_prefix = absl::StrCat(kRulePrefix, SanitizeStatName(full), ".");
-  auto [inserted, ok] = rules_.emplace(std::move(full), std::move(counters));
-  (void)ok;
-  return *inserted->second;
+  internal::MutexLock lock(&mu_);
+  auto it = rules_.find(map_key);
+  if (it != rules_.end()) return *it->second;
+  std::string domain_label = BoundLabelValue(domain, options_.max_label_bytes);
+  std::string key_label = BoundLabelValue(rest, options_.max_label_bytes);
+  if (FitsLocked(rules_.size() - overflow_series_,
+                 RuleSeriesBytes(map_key, domain_label, key_label))) {
+    return AddSeriesLocked(map_key, std::move(domain_label), std::move(key_label));
+  }
+  // Over a bound: the domain's overflow series, while there are few of them (a request's domain
+  // names one with a descriptor's own limit, so domains are attacker-controlled too), else the
+  // global one.
+  series_folded_.fetch_add(1, std::memory_order_relaxed);
+  std::string overflow_key = absl::StrCat(domain_label, ".", kOverflowKey);
+  it = rules_.find(overflow_key);
+  if (it != rules_.end()) return *it->second;
+  if (overflow_series_ < options_.max_overflow_series &&
+      FitsLocked(0, RuleSeriesBytes(overflow_key, domain_label, kOverflowKey))) {
+    ++overflow_series_;
+    return AddSeriesLocked(overflow_key, std::move(domain_label), std::string(kOverflowKey));
+  }
+  overflow_key = absl::StrCat(kOverflowKey, ".", kOverflowKey);
+  it = rules_.find(overflow_key);
+  if (it != rules_.end()) return *it->second;
+  ++overflow_series_;
+  return AddSeriesLocked(overflow_key, std::string(kOverflowKey), std::string(kOverflowKey),
+                         /*counted=*/true);
 }
 
 void Metrics::AddRuleStats(absl::string_view domain, absl::string_view stats_key,
@@ -121,14 +211,37 @@ void Metrics::AddRuleStats(absl::string_view domain, absl::string_view stats_key
 }
 
 void Metrics::CountDomainNotFound(absl::string_view domain, uint64_t descriptors) {
-  internal::MutexLock lock(&mu_);
-  auto it = domains_not_found_.find(domain);
-  if (it == domains_not_found_.end()) {
-    const absl::string_view name =
-        domains_not_found_.size() >= options_.max_series ? kOverflowKey : domain;
-    it = domains_not_found_.try_emplace(std::string(name), 0).first;
+  std::string bounded;
+  absl::string_view name = domain;
+  if (domain.size() > options_.max_label_bytes) {
+    bounded = BoundLabelValue(domain, options_.max_label_bytes);
+    name = bounded;
   }
-  it->second += descriptors;
+  DomainCounter* counter = nullptr;
+  {
+    internal::MutexLock lock(&mu_);
+    auto it = domains_not_found_.find(name);
+    if (it == domains_not_found_.end()) {
+      const bool has_overflow = domains_not_found_.contains(kOverflowKey);
+      if (!FitsLocked(domains_not_found_.size() - (has_overflow ? 1 : 0),
+                      DomainSeriesBytes(name))) {
+        series_folded_.fetch_add(1, std::memory_order_relaxed);
+        name = kOverflowKey;
+        it = domains_not_found_.find(name);
+      }
+    }
+    if (it == domains_not_found_.end()) {
+      auto added = std::make_unique<DomainCounter>();
+      added->domain = std::string(name);
+      // The overflow series was counted at construction.
+      if (name != kOverflowKey) {
+        series_bytes_.fetch_add(DomainSeriesBytes(name), std::memory_order_relaxed);
+      }
+      it = domains_not_found_.emplace(std::string(name), std::move(added)).first;
+    }
+    counter = it->second.get();
+  }
+  counter->descriptors.fetch_add(descriptors, std::memory_order_relaxed);
 }
 
 void Metrics::CountConfigLoad(bool success) {
@@ -145,8 +258,13 @@ void Metrics::ObserveDecisionLatency(std::chrono::microseconds latency) {
 }
 
 void Metrics::SetStoreStateSource(absl::AnyInvocable<StoreState() const> source) {
-  internal::MutexLock lock(&mu_);
+  internal::MutexLock lock(&source_mu_);
   store_state_ = std::move(source);
+}
+
+void Metrics::SetRenderHookForTest(std::function<void()> hook) {
+  internal::MutexLock lock(&mu_);
+  render_hook_ = std::move(hook);
 }
 
 namespace {
@@ -166,6 +284,13 @@ constexpr std::array<RuleMetric, 6> kRuleMetrics = {{
 
 }  // namespace
 
+uint64_t Metrics::RuleValue(const RuleCounters& c, size_t metric) {
+  const std::array<const std::atomic<uint64_t>*, kRuleMetrics.size()> values = {
+      &c.total_hits, &c.within_limit, &c.near_limit, &c.over_limit, &c.over_limit_with_local_cache,
+      &c.shadow_mode};
+  return values[metric]->load(std::memory_order_relaxed);
+}
+
 std::string Metrics::Render() const {
   std::string out;
   auto header = [&out](absl::string_view name, absl::string_view type, absl::string_view help) {
@@ -175,32 +300,39 @@ std::string Metrics::Render() const {
     header(name, "counter", help);
     absl::StrAppend(&out, name, " ", value, "\n");
   };
-  StoreState state;
+  // The lock is held only to copy the series pointers: series are never removed and their labels
+  // never change, so they are read and formatted without it while decisions go on counting.
+  std::vector<const RuleCounters*> rules;
+  std::vector<const DomainCounter*> domains;
+  std::function<void()> hook;
   {
     internal::MutexLock lock(&mu_);
-    for (size_t m = 0; m < kRuleMetrics.size(); ++m) {
-      const std::string name =
-          absl::StrCat("ratelimit_service_rate_limit_", kRuleMetrics[m].stat, "_total");
-      header(name, "counter", kRuleMetrics[m].help);
-      for (const auto& [full, c] : rules_) {
-        const std::array<const std::atomic<uint64_t>*, kRuleMetrics.size()> values = {
-            &c->total_hits,
-            &c->within_limit,
-            &c->near_limit,
-            &c->over_limit,
-            &c->over_limit_with_local_cache,
-            &c->shadow_mode};
-        absl::StrAppend(&out, name, "{domain=\"", EscapeLabel(c->domain), "\",key=\"",
-                        EscapeLabel(c->key), "\"} ", values[m]->load(std::memory_order_relaxed),
-                        "\n");
-      }
+    rules.reserve(rules_.size());
+    for (const auto& [full, c] : rules_) rules.push_back(c.get());
+    domains.reserve(domains_not_found_.size());
+    for (const auto& [name, c] : domains_not_found_) domains.push_back(c.get());
+    hook = render_hook_;
+  }
+  for (size_t m = 0; m < kRuleMetrics.size(); ++m) {
+    const std::string name =
+        absl::StrCat("ratelimit_service_rate_limit_", kRuleMetrics[m].stat, "_total");
+    header(name, "counter", kRuleMetrics[m].help);
+    for (const RuleCounters* c : rules) {
+      absl::StrAppend(&out, name, "{domain=\"", EscapeLabel(c->domain), "\",key=\"",
+                      EscapeLabel(c->key), "\"} ", RuleValue(*c, m), "\n");
     }
-    header("ratelimit_service_rate_limit_domain_not_found_total", "counter",
-           "Descriptors of requests naming a domain no config defines.");
-    for (const auto& [domain, n] : domains_not_found_) {
-      absl::StrAppend(&out, "ratelimit_service_rate_limit_domain_not_found_total{domain=\"",
-                      EscapeLabel(domain), "\"} ", n, "\n");
-    }
+    if (m == 0 && hook) hook();
+  }
+  header("ratelimit_service_rate_limit_domain_not_found_total", "counter",
+         "Descriptors of requests naming a domain no config defines.");
+  for (const DomainCounter* c : domains) {
+    absl::StrAppend(&out, "ratelimit_service_rate_limit_domain_not_found_total{domain=\"",
+                    EscapeLabel(c->domain), "\"} ", c->descriptors.load(std::memory_order_relaxed),
+                    "\n");
+  }
+  StoreState state;
+  {
+    internal::MutexLock lock(&source_mu_);
     if (store_state_) state = store_state_();
   }
   header("ratelimit_service_should_rate_limit_error_total", "counter",
@@ -255,30 +387,61 @@ std::string Metrics::Render() const {
   absl::StrAppend(&out, "sluice_store_breaker_open ", state.breaker_open ? 1 : 0, "\n");
   counter("sluice_store_breaker_opens_total", "Times the circuit breaker opened.",
           state.breaker_opens);
+  counter("sluice_store_breaker_closes_total", "Times a probe succeeded and the breaker closed.",
+          state.breaker_closes);
+  if (state.redis.has_value()) {
+    const RedisStoreStats& r = *state.redis;
+    counter("sluice_redis_script_calls_total", "Script calls made to Redis.", r.script_calls);
+    counter("sluice_redis_noscript_resends_total",
+            "Calls resent because Redis lacked the script or function library.",
+            r.noscript_resends);
+    counter("sluice_redis_connects_total", "Redis connections established (reconnects included).",
+            r.connects);
+    counter("sluice_redis_connect_failures_total", "Redis connection attempts that failed.",
+            r.connect_failures);
+    counter("sluice_redis_disconnects_total", "Established Redis connections lost.", r.disconnects);
+  }
+  if (state.memory.has_value()) {
+    const MemoryStoreStats& ms = *state.memory;
+    header("sluice_memory_store_entries", "gauge", "Entries in the memory store.");
+    absl::StrAppend(&out, "sluice_memory_store_entries ", ms.entries, "\n");
+    header("sluice_memory_store_bytes", "gauge",
+           "Bytes the memory store counts against --memory-store-max-bytes.");
+    absl::StrAppend(&out, "sluice_memory_store_bytes ", ms.bytes, "\n");
+    counter("sluice_memory_store_expired_total", "Entries removed after they expired.", ms.expired);
+    counter("sluice_memory_store_evicted_total", "Live entries evicted to make room.", ms.evicted);
+    counter("sluice_memory_store_denied_for_room_total",
+            "New keys refused because the store was full.", ms.denied_for_room);
+  }
+  header("sluice_metrics_series_bytes", "gauge",
+         "Bytes the per-rule and unknown-domain series take (bounded).");
+  absl::StrAppend(&out, "sluice_metrics_series_bytes ", SeriesBytes(), "\n");
+  counter("sluice_metrics_series_folded_total",
+          "Updates counted in an _overflow series because the series bounds were reached.",
+          series_folded_.load(std::memory_order_relaxed));
   return out;
 }
 
 std::vector<Metrics::Counter> Metrics::Counters() const {
-  std::vector<Counter> out;
+  std::vector<const RuleCounters*> rules;
+  std::vector<const DomainCounter*> domains;
   {
     internal::MutexLock lock(&mu_);
-    out.reserve(rules_.size() * kRuleMetrics.size() + domains_not_found_.size() + 8);
-    for (const auto& [full, c] : rules_) {
-      const std::array<const std::atomic<uint64_t>*, kRuleMetrics.size()> values = {
-          &c->total_hits,
-          &c->within_limit,
-          &c->near_limit,
-          &c->over_limit,
-          &c->over_limit_with_local_cache,
-          &c->shadow_mode};
-      for (size_t m = 0; m < kRuleMetrics.size(); ++m) {
-        out.push_back({absl::StrCat(c->statsd_prefix, kRuleMetrics[m].stat),
-                       values[m]->load(std::memory_order_relaxed)});
-      }
+    rules.reserve(rules_.size());
+    for (const auto& [full, c] : rules_) rules.push_back(c.get());
+    domains.reserve(domains_not_found_.size());
+    for (const auto& [name, c] : domains_not_found_) domains.push_back(c.get());
+  }
+  std::vector<Counter> out;
+  out.reserve(rules.size() * kRuleMetrics.size() + domains.size() + 8);
+  for (const RuleCounters* c : rules) {
+    for (size_t m = 0; m < kRuleMetrics.size(); ++m) {
+      out.push_back({absl::StrCat(c->statsd_prefix, kRuleMetrics[m].stat), RuleValue(*c, m)});
     }
-    for (const auto& [domain, n] : domains_not_found_) {
-      out.push_back({absl::StrCat(kRulePrefix, SanitizeStatName(domain), ".domain_not_found"), n});
-    }
+  }
+  for (const DomainCounter* c : domains) {
+    out.push_back({absl::StrCat(kRulePrefix, SanitizeStatName(c->domain), ".domain_not_found"),
+                   c->descriptors.load(std::memory_order_relaxed)});
   }
   auto add = [&out](absl::string_view name, const std::atomic<uint64_t>& v) {
     out.push_back({std::string(name), v.load(std::memory_order_relaxed)});

@@ -6,9 +6,22 @@
 // `ratelimit.service.rate_limit.<stats key>.<stat>` with the key sanitized as the reference
 // sanitizes it (':' and '|' to '_', the dots of IPv4 addresses to '_'); in Prometheus they are
 // `ratelimit_service_rate_limit_<stat>_total{domain="...",key="..."}`, `key` being the stats key
-// without its domain. The number of series is capped (`max_series`): once reached, new stats keys
-// are counted under the key "_overflow" instead of growing memory without bound (the reference's
-// per-key stats have leaked memory this way).
+// without its domain.
+//
+// Bounds (request values reach the labels, so they are attacker-controlled):
+// - A label value (the domain, the key) longer than `max_label_bytes` is cut to a prefix, ended on
+//   a UTF-8 character boundary, followed by "~" and the 16 hex digits of the FNV-1a 64-bit hash of
+//   the whole value; the result is at most `max_label_bytes` long. Distinct long values stay
+//   distinct series (up to the hash), and the same value always maps to the same series.
+// - Series are bounded in number (`max_series`) and in bytes (`max_series_bytes`, SeriesBytes()).
+//   Beyond either bound, a label set without a series of its own is counted in its domain's
+//   `key="_overflow"` series; at most `max_overflow_series` of those exist, and beyond them it is
+//   counted in `{domain="_overflow",key="_overflow"}`. Every update folded this way is counted
+//   (`sluice_metrics_series_folded_total`). Unknown domains are bounded the same way.
+//
+// Recording never waits on a scrape: each series holds its own atomic counters and is never
+// removed, the maps are locked only to find or add a series, and Render() and Counters() copy the
+// series pointers under that lock, then read and format without it.
 //
 // Example:
 //   Metrics metrics({.max_series = 1000});
@@ -24,6 +37,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +46,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
+
+#include "sluice/memory_store.h"
+#include "sluice/redis_store.h"
 
 #include "src/util/mutex.h"
 
@@ -54,13 +71,33 @@ struct StoreState {
   // Whether the failure policy's circuit breaker is open (the store is skipped).
   bool breaker_open = false;
   uint64_t breaker_opens = 0;
+  uint64_t breaker_closes = 0;
+  // The Redis store's counters (connections, script calls); empty for the memory store.
+  std::optional<RedisStoreStats> redis{};
+  // The memory store's entries, bytes and evictions; empty for Redis.
+  std::optional<MemoryStoreStats> memory{};
 };
 
 struct MetricsOptions {
-  // Most stats keys (and unknown domains) kept; more are folded into one overflow series.
-  // Default: 10000.
+  // Most per-rule series (and, separately, unknown domains) kept; further label sets are folded
+  // into an overflow series. Default: 10000.
   size_t max_series = 10'000;
+  // Most bytes the per-rule and unknown-domain series take together, as SeriesBytes() counts
+  // them; further label sets are folded into an overflow series. Default: 4 MiB.
+  size_t max_series_bytes = size_t{4} << 20;
+  // Longest label value kept whole; longer ones become a prefix, "~" and a hash. At least 32.
+  // Default: 128.
+  size_t max_label_bytes = 128;
+  // Most per-domain overflow series; beyond them one global overflow series. Default: 100.
+  size_t max_overflow_series = 100;
 };
+
+// BoundLabelValue()
+//
+// Returns `value` when it is at most `max_bytes` long (max_bytes >= 32), else its first bytes (cut
+// back to a UTF-8 character boundary), "~" and 16 lowercase hex digits of its FNV-1a 64-bit hash,
+// at most `max_bytes` in all.
+std::string BoundLabelValue(absl::string_view value, size_t max_bytes);
 
 // SanitizeStatName()
 //
@@ -91,7 +128,8 @@ class Metrics {
   void CountConfigLoad(bool success);
   // One ShouldRateLimit call answered (gRPC or /json) after `latency`.
   void ObserveDecisionLatency(std::chrono::microseconds latency);
-  // Where the store gauges come from; called on every Render(). Default: none.
+  // Where the store gauges come from; called on every Render(), outside the series lock, so a
+  // slow source delays only the scrape. Default: none.
   void SetStoreStateSource(absl::AnyInvocable<StoreState() const> source);
 
   // Metrics::Render()
@@ -109,6 +147,21 @@ class Metrics {
   // Returns every counter under its statsd name (without tags).
   std::vector<Counter> Counters() const;
 
+  // Metrics::SeriesBytes()
+  //
+  // Returns the bytes the per-rule and unknown-domain series take, as counted against
+  // max_series_bytes: per series, its fixed size plus a map slot (kSeriesOverheadBytes) and the
+  // heap copies of its strings (label values, statsd name, map key) as glibc's malloc sizes them.
+  // Overflow series are counted too; the two global ones from the start, so the bound always holds.
+  size_t SeriesBytes() const { return series_bytes_.load(std::memory_order_relaxed); }
+  static constexpr size_t kSeriesOverheadBytes = 192;
+
+  // Metrics::SetRenderHookForTest()
+  //
+  // `hook` runs in every later Render() once the series are snapshotted and the first metric
+  // family is formatted, with no lock held: a test blocks it there to show that recording goes on.
+  void SetRenderHookForTest(std::function<void()> hook);
+
  private:
   struct RuleCounters {
     std::string domain;
@@ -121,18 +174,36 @@ class Metrics {
     std::atomic<uint64_t> over_limit_with_local_cache{0};
     std::atomic<uint64_t> shadow_mode{0};
   };
+  struct DomainCounter {
+    std::string domain;
+    std::atomic<uint64_t> descriptors{0};
+  };
   // Upper bounds of the latency buckets, in microseconds.
   static constexpr std::array<int64_t, 12> kLatencyBucketsUs = {
       50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000};
 
+  // The value of the `metric`-th per-rule counter (the order of Render()'s families).
+  static uint64_t RuleValue(const RuleCounters& c, size_t metric);
   RuleCounters& CountersFor(absl::string_view domain, absl::string_view stats_key);
+  // Adds a series and counts its bytes, unless they are `counted` already.
+  RuleCounters& AddSeriesLocked(absl::string_view map_key, std::string domain, std::string key,
+                                bool counted = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a new series of `bytes` fits the bounds, given `count` series of its kind.
+  bool FitsLocked(size_t count, size_t bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const MetricsOptions options_;
   mutable internal::Mutex mu_;
-  // Node-stable values: the map stores pointers so counters can be bumped outside the lock.
+  // Node-stable values, never removed: counters are bumped and read outside the lock.
   absl::flat_hash_map<std::string, std::unique_ptr<RuleCounters>> rules_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, uint64_t> domains_not_found_ ABSL_GUARDED_BY(mu_);
-  absl::AnyInvocable<StoreState() const> store_state_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<DomainCounter>> domains_not_found_
+      ABSL_GUARDED_BY(mu_);
+  size_t overflow_series_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<void()> render_hook_ ABSL_GUARDED_BY(mu_);
+  // Taken only to read or replace the store state source: never while `mu_` is held.
+  mutable internal::Mutex source_mu_;
+  absl::AnyInvocable<StoreState() const> store_state_ ABSL_GUARDED_BY(source_mu_);
+  std::atomic<size_t> series_bytes_{0};
+  std::atomic<uint64_t> series_folded_{0};
   std::atomic<uint64_t> store_errors_{0};
   std::atomic<uint64_t> service_errors_{0};
   std::atomic<uint64_t> global_shadow_mode_{0};

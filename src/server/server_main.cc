@@ -18,6 +18,7 @@
 
 #include "sluice/failure_policy.h"
 
+#include "src/server/config_reloader.h"
 #include "src/server/config_watcher.h"
 #include "src/server/fd_limit.h"
 #include "src/server/grpc_server.h"
@@ -192,9 +193,8 @@ int RunServer(const ServerSettings& settings) {
                            });
   const ConfigLoadOptions load_options{.merge_domains = settings.merge_domains,
                                        .ignore_dotfiles = settings.ignore_dotfiles};
-  auto load = [&](const char* why) {
-    absl::StatusOr<std::shared_ptr<const RateLimitConfig>> config =
-        LoadRateLimitConfig(settings.config, load_options);
+  metrics.SetStoreStateSource(StoreStateSource(stores->main));
+  auto apply = [&](const std::string& why, ConfigReloader::Result config) {
     metrics.CountConfigLoad(config.ok());
     if (!config.ok()) {
       spdlog::error("config {} rejected, keeping the previous one: {}", why,
@@ -206,10 +206,15 @@ int RunServer(const ServerSettings& settings) {
                  absl::StrJoin(service.config()->Domains(), ", "));
     return true;
   };
+  auto load_config = [path = settings.config, load_options] {
+    return LoadRateLimitConfig(path, load_options);
+  };
+  // Reloads parse on a thread of their own, so SIGTERM never waits for one (config_reloader.h).
+  ConfigReloader reloader(load_config, apply);
   // Fingerprint the files before reading them: a change that lands between the two is then seen
   // by the first poll instead of being mistaken for the state already loaded.
   ConfigWatcher watcher(settings.config);
-  if (!load("at start")) {
+  if (!apply("at start", load_config())) {
     if (!settings.force_start) return 1;
     spdlog::warn("starting without a config (force start); unhealthy until one loads");
   }
@@ -309,7 +314,7 @@ int RunServer(const ServerSettings& settings) {
     const int sig = sigtimedwait(&signals, nullptr, &timeout);
     if (sig == SIGHUP) {
       watcher.Poll();  // Before loading, for the same reason as at start.
-      load("on SIGHUP");
+      reloader.Request("on SIGHUP");
     } else if (sig == SIGINT || sig == SIGTERM) {
       spdlog::info("{}: draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
       health.MarkTerminating();
@@ -320,7 +325,7 @@ int RunServer(const ServerSettings& settings) {
       }
       break;
     } else if (watcher.Poll()) {
-      load("on change");
+      reloader.Request("on change");
     }
     check_health();
   }
