@@ -91,9 +91,9 @@ cpu_of() {  # port -> used_cpu_sys + used_cpu_user in seconds
     awk -F: '/^used_cpu_sys:|^used_cpu_user:/ {s += $2} END {printf "%.6f", s}'
 }
 
-calls_of() {  # port -> script calls served (evalsha + eval)
+calls_of() {  # port -> script calls served (fcall + evalsha + eval)
   redis-cli -p "$1" info commandstats | tr -d '\r' |
-    awk -F'[:=,]' '/^cmdstat_(evalsha|eval):/ {s += $3} END {print s + 0}'
+    awk -F'[:=,]' '/^cmdstat_(fcall|evalsha|eval):/ {s += $3} END {print s + 0}'
 }
 
 json_field() {  # json field

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <exception>
+#include <future>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 #include <boost/asio/post.hpp>
-#include <pthread.h>
 
 #include "sluice/clock.h"
 
@@ -34,9 +34,6 @@ const RedisCommand& AskingCommand() {
   static const RedisCommand* const asking = new RedisCommand(RedisCommand::Format({"ASKING"}));
   return *asking;
 }
-
-// The Impl whose thread this is, if any.
-thread_local const void* current_cluster = nullptr;
 
 // The reply of the command itself within the reply of ASKING + command.
 absl::StatusOr<RedisReply> UnwrapAsking(absl::StatusOr<RedisReply> reply, bool pipeline) {
@@ -80,70 +77,76 @@ const std::shared_ptr<RedisClient>* ClusterRouting::ClientFor(
 // ---------------------------------------------------------------------------------------------
 // ClusterClient::Impl: life cycle
 
-ClusterClient::Impl::Impl(ClusterClientOptions options, StoreUrl url)
-    : options_(std::move(options)), url_(std::move(url)) {}
+ClusterClient::Impl::Impl(ClusterClientOptions options, StoreUrl url,
+                          const std::shared_ptr<internal::IoThread>& io_thread)
+    : options_(std::move(options)),
+      url_(std::move(url)),
+      io_thread_(io_thread),
+      io_holder_(io_thread->context()),
+      io_(*io_holder_) {}
 
-ClusterClient::Impl::~Impl() {
-  if (thread_.joinable()) thread_.detach();  // Only when destroyed on its own thread.
-}
+ClusterClient::Impl::~Impl() = default;
 
 void ClusterClient::Impl::Start() {
-  guard_.emplace(io_.get_executor());
-  // The thread holds the Impl, so that an Impl whose last owner goes away on this thread (from a
-  // callback) outlives the io_context it is running.
-  thread_ = std::thread([self = shared_from_this()] {
-    current_cluster = self.get();
-    pthread_setname_np(pthread_self(), "sluice-cluster");
-    self->io_.run();
-    current_cluster = nullptr;
-  });
-  boost::asio::post(io_, [this] {
+  boost::asio::post(io_, [this, self = shared_from_this()] {
     ArmPeriodicRefresh();
     MaybeRefresh();
   });
 }
 
-bool ClusterClient::Impl::OnClusterThread() const { return current_cluster == this; }
+bool ClusterClient::Impl::OnClusterThread() const { return internal::IoThread::RunsOn(io_); }
 
 void ClusterClient::Impl::Shutdown() {
+  // Taken out under mu_ at once: no routing call finds a node client after this, and RetryLater()
+  // arms no timer.
+  std::shared_ptr<const ClusterRouting> routing;
+  std::map<std::string, std::shared_ptr<RedisClient>> clients;
   {
     internal::MutexLock lock(&mu_);
     if (closing_) return;
     closing_ = true;
     closing_fast_.store(true, std::memory_order_relaxed);
-  }
-  changed_.notify_all();
-  // Refresh timers are cancelled; backoff timers armed before `closing_` still fire (within their
-  // short delay) and complete their commands with Unavailable.
-  boost::asio::post(io_, [this] {
-    periodic_timer_.cancel();
-    gap_timer_.cancel();
-    asked_client_.reset();
-  });
-  guard_.reset();
-  if (OnClusterThread()) {
-    thread_.detach();
-  } else if (thread_.joinable()) {
-    thread_.join();
-  }
-  // The thread is gone: nothing else destroys node clients now. Destroying them fails their
-  // pending commands, whose callbacks see `closing_` and complete without resending.
-  std::shared_ptr<const ClusterRouting> routing;
-  std::map<std::string, std::shared_ptr<RedisClient>> clients;
-  {
-    internal::MutexLock lock(&mu_);
     routing = std::move(routing_);
     clients.swap(clients_);
   }
+  changed_.notify_all();
+  // On the cluster thread: refresh timers and backoff timers are cancelled (a cancelled backoff
+  // completes its command with Unavailable), and the clients only this thread touches are handed
+  // over, to be destroyed with the others.
+  std::promise<std::vector<std::shared_ptr<RedisClient>>> handed_over;
+  std::future<std::vector<std::shared_ptr<RedisClient>>> own = handed_over.get_future();
+  boost::asio::post(io_,
+                    [this, self = shared_from_this(), promise = std::move(handed_over)]() mutable {
+                      periodic_timer_.cancel();
+                      gap_timer_.cancel();
+                      {
+                        internal::MutexLock lock(&mu_);
+                        for (const auto& timer : retry_timers_) timer->cancel();
+                      }
+                      std::vector<std::shared_ptr<RedisClient>> clients = std::move(retired_);
+                      retired_.clear();
+                      if (asked_client_ != nullptr) clients.push_back(std::move(asked_client_));
+                      promise.set_value(std::move(clients));
+                    });
+  if (OnClusterThread()) {
+    // Destroyed from a callback: this thread cannot wait for itself. The node clients close (and
+    // fail their commands) once the running handler returns; the handler above holds the Impl.
+    return;
+  }
+  std::vector<std::shared_ptr<RedisClient>> thread_owned = own.get();
+  // Off the thread, each node client's destructor returns once its pending commands have failed
+  // (Unavailable); their callbacks see `closing_` and complete without resending.
   routing.reset();
   clients.clear();
-  retired_.clear();
-  asked_client_.reset();
+  thread_owned.clear();
+  // The cancelled backoffs: each completes its command, then leaves the list.
+  internal::MutexLock lock(&mu_);
+  changed_.wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return retry_timers_.empty(); });
 }
 
 absl::Status ClusterClient::Impl::AddSeedClient() {
   const StoreUrl::Node& seed = url_.nodes.front();
-  absl::StatusOr<std::unique_ptr<RedisClient>> made = RedisClient::Create(NodeOptions(seed));
+  absl::StatusOr<std::unique_ptr<RedisClient>> made = MakeNodeClient(seed);
   if (!made.ok()) return made.status();
   internal::MutexLock lock(&mu_);
   clients_.emplace(ClusterNodeKey(seed), std::shared_ptr<RedisClient>(*std::move(made)));
@@ -154,6 +157,13 @@ RedisClientOptions ClusterClient::Impl::NodeOptions(const StoreUrl::Node& node) 
   RedisClientOptions o = options_.node;
   o.url = url_.ForNode(node.host, node.port);
   return o;
+}
+
+absl::StatusOr<std::unique_ptr<RedisClient>> ClusterClient::Impl::MakeNodeClient(
+    const StoreUrl::Node& node) const {
+  std::shared_ptr<internal::IoThread> thread = io_thread_.lock();
+  if (thread == nullptr) return absl::UnavailableError("redis cluster: client shut down");
+  return RedisClient::Create(NodeOptions(node), std::move(thread));
 }
 
 std::shared_ptr<const ClusterRouting> ClusterClient::Impl::Snapshot() const {
@@ -286,14 +296,21 @@ void ClusterClient::Impl::RetryLater(std::unique_ptr<ClusterCall> call,
   {
     internal::MutexLock lock(&mu_);
     if (!closing_) {
-      // Armed under mu_ before `closing_` can be set, so the thread runs it before it exits.
+      // Armed and listed under mu_ before `closing_` can be set, so Shutdown() cancels it and
+      // waits for it.
       auto timer = std::make_shared<boost::asio::steady_timer>(io_, at);
-      timer->async_wait(
-          [this, timer, call = std::move(call)](const boost::system::error_code&) mutable {
-            // On the cluster thread, which keeps the Impl alive. Dispatch() completes the call
-            // with Unavailable if the client is closing by now.
-            Dispatch(std::move(call), nullptr, false);
-          });
+      retry_timers_.push_back(timer);
+      timer->async_wait([this, self = shared_from_this(), timer,
+                         call = std::move(call)](const boost::system::error_code&) mutable {
+        // Fired or cancelled, on the cluster thread. Dispatch() completes the call with
+        // Unavailable if the client is closing by now.
+        Dispatch(std::move(call), nullptr, false);
+        {
+          internal::MutexLock lock(&mu_);
+          std::erase(retry_timers_, timer);
+        }
+        changed_.notify_all();
+      });
       return;
     }
   }
@@ -311,7 +328,7 @@ std::shared_ptr<RedisClient> ClusterClient::Impl::ClientForNode(const StoreUrl::
   // A node the map does not know yet (a MOVED ahead of the refresh). Its client is made outside
   // mu_ (it starts a thread) and connects in the background; the command waits in its queue
   // within its deadline.
-  absl::StatusOr<std::unique_ptr<RedisClient>> made = RedisClient::Create(NodeOptions(node));
+  absl::StatusOr<std::unique_ptr<RedisClient>> made = MakeNodeClient(node);
   if (!made.ok()) {
     internal::MutexLock lock(&mu_);
     last_error_ = made.status();
@@ -324,7 +341,7 @@ std::shared_ptr<RedisClient> ClusterClient::Impl::ClientForNode(const StoreUrl::
     if (!closing_) winner = clients_.emplace(key, mine).first->second;
   }
   // If another thread made one first (or the client is closing), ours never had a command and
-  // goes here, outside mu_: destroying it only joins its idle thread.
+  // goes here, outside mu_: destroying it only closes its connection.
   return winner;
 }
 
@@ -349,7 +366,7 @@ void ClusterClient::Impl::SetPrimaryListener(PrimaryListener listener) {
   // may be told twice; the listener's work (SCRIPT LOAD) is idempotent.
   internal::MutexLock lock(&mu_);
   if (closing_) return;
-  boost::asio::post(io_, [this] { NotifyPrimaries(Primaries()); });
+  boost::asio::post(io_, [this, self = shared_from_this()] { NotifyPrimaries(Primaries()); });
 }
 
 absl::Status ClusterClient::Impl::WaitForConnection(milliseconds timeout) {
@@ -455,19 +472,23 @@ absl::StatusOr<std::shared_ptr<ClusterClient>> ClusterClient::Create(
   if (url.command_timeout) effective.node.command_timeout = *url.command_timeout;
   if (url.connect_timeout) effective.node.connect_timeout = *url.connect_timeout;
   if (url.connections) effective.node.connections = *url.connections;
-  auto impl = std::make_shared<Impl>(std::move(effective), url);
+  std::shared_ptr<internal::IoThread> io_thread = internal::IoThread::Start("sluice-cluster");
+  auto impl = std::make_shared<Impl>(std::move(effective), url, io_thread);
   // The first seed's client is made now, so that options RedisClient refuses (timeouts, TLS
   // files, password_file) fail here; the first refresh asks it for the map.
   if (absl::Status seeded = impl->AddSeedClient(); !seeded.ok()) return seeded;
   impl->Start();
-  return std::shared_ptr<ClusterClient>(new ClusterClient(std::move(impl)));
+  return std::shared_ptr<ClusterClient>(new ClusterClient(std::move(io_thread), std::move(impl)));
 }
 
-ClusterClient::ClusterClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ClusterClient::ClusterClient(std::shared_ptr<internal::IoThread> io_thread,
+                             std::shared_ptr<Impl> impl)
+    : io_thread_(std::move(io_thread)), impl_(std::move(impl)) {}
 
 ClusterClient::~ClusterClient() {
-  // Shutdown() throws only when a thread cannot be joined (std::system_error), which leaves no
-  // state to carry on from: say why, then end the process as the escaping exception would have.
+  // Shutdown() throws only when the standard library's thread primitives fail (std::system_error,
+  // std::future_error), which leaves no state to carry on from: say why, then end the process as
+  // the escaping exception would have. The I/O thread is joined after it, as io_thread_ goes.
   try {
     impl_->Shutdown();
   } catch (const std::exception& e) {

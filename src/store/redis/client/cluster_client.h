@@ -29,9 +29,14 @@
 //   (*cluster)->Route(RedisCommand::Format({"INCR", "{user:1}:hits"}), "{user:1}:hits", 20ms,
 //                     [](absl::StatusOr<RedisReply> reply) { ... });
 //
-// Thread safety: thread-safe. Callbacks run on a node client's I/O thread, on the cluster
-// client's own thread (after a backoff), or inline before Route() returns when the command is
-// refused up front (empty command, a node's client refusing it).
+// Threads: one. Every node client's connection, the refreshes and the backoff timers run on the
+// cluster client's I/O thread, so the client's CPU cost per command does not grow with the number
+// of primaries.
+//
+// Thread safety: thread-safe. Callbacks run on the cluster client's I/O thread, or inline before
+// Route() returns when the command is refused up front (empty command, a node's client refusing
+// it). The primary listener runs on that thread too, so it must not block (SendSync() there
+// returns FailedPrecondition).
 #ifndef SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLIENT_H_
 #define SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLIENT_H_
 
@@ -121,8 +126,11 @@ class ClusterClient final : public RedisRouter {
 
  private:
   class Impl;
-  explicit ClusterClient(std::shared_ptr<Impl> impl);
+  ClusterClient(std::shared_ptr<internal::IoThread> io_thread, std::shared_ptr<Impl> impl);
 
+  // The one I/O thread of every node client, and of the refreshes and backoffs. Declared first,
+  // let go of last: unless a node client is still held elsewhere (Primaries()), it is joined here.
+  std::shared_ptr<internal::IoThread> io_thread_;
   std::shared_ptr<Impl> impl_;
 };
 

@@ -1,10 +1,13 @@
 // ClusterClient::Impl (internal): routing in cluster_client.cc, slot map refresh in
 // cluster_refresh.cc.
 //
-// Threads: Route() runs on callers' threads; replies arrive on the node clients' I/O threads; the
-// cluster's own thread (io_) runs refreshes, backoff timers and the retirement of node clients.
-// Node clients are only ever destroyed on the cluster thread or in Shutdown(), never on an I/O
-// thread, so no I/O thread ever joins another.
+// Threads: Route() runs on callers' threads. The cluster's one I/O thread (io_thread_) runs every
+// node client's connection (each node client is made on it), so replies arrive there, and it also
+// runs refreshes, backoff timers and the retirement of node clients. The ClusterClient and each
+// node client hold the thread; the Impl holds only its io_context, as handlers on the thread hold
+// the Impl (shared_from_this): the thread may outlive the ClusterClient, while a node client
+// someone still holds (Primaries()) uses it. A node client destroyed on the thread closes after
+// the handler returns; one destroyed in Shutdown() (off the thread) fails its commands first.
 //
 // Thread safety: as ClusterClient; members are annotated with what guards them.
 #ifndef SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLIENT_INTERNAL_H_
@@ -23,7 +26,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -31,6 +33,7 @@
 
 #include "src/store/redis/client/cluster_client.h"
 #include "src/store/redis/client/cluster_topology.h"
+#include "src/store/redis/client/io_thread.h"
 #include "src/util/mutex.h"
 
 namespace sluice {
@@ -74,7 +77,9 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
  public:
   using PrimaryListener = RedisRouter::PrimaryListener;
 
-  Impl(ClusterClientOptions options, StoreUrl url);
+  // `io_thread`: the thread of the node clients, held by the ClusterClient.
+  Impl(ClusterClientOptions options, StoreUrl url,
+       const std::shared_ptr<internal::IoThread>& io_thread);
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
   ~Impl();
@@ -82,6 +87,9 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   // Makes the first seed's client (before Start()); returns RedisClient::Create()'s error.
   absl::Status AddSeedClient();
   void Start();
+  // Fails every pending command (in the node clients and waiting for a retry) with Unavailable
+  // before it returns, except on the cluster thread, where it cannot wait for itself: there they
+  // fail once the running handler returns.
   void Shutdown();
 
   // Routing (cluster_client.cc).
@@ -107,6 +115,8 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   std::shared_ptr<RedisClient> ClientForNode(const StoreUrl::Node& node);
   std::shared_ptr<const ClusterRouting> Snapshot() const;
   RedisClientOptions NodeOptions(const StoreUrl::Node& node) const;
+  // A client for `node` on the cluster's thread; Unavailable once the ClusterClient is gone.
+  absl::StatusOr<std::unique_ptr<RedisClient>> MakeNodeClient(const StoreUrl::Node& node) const;
   bool OnClusterThread() const;
 
   // Cluster thread only (cluster_refresh.cc).
@@ -125,9 +135,10 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   const ClusterClientOptions options_;  // node.* with the URL's overrides applied.
   const StoreUrl url_;
 
-  boost::asio::io_context io_{1};
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
-  std::thread thread_;
+  // The thread (not owned: see the top of this file) and its io_context (kept alive).
+  const std::weak_ptr<internal::IoThread> io_thread_;
+  const std::shared_ptr<boost::asio::io_context> io_holder_;
+  boost::asio::io_context& io_;
   boost::asio::steady_timer periodic_timer_{io_};
   boost::asio::steady_timer gap_timer_{io_};
 
@@ -166,6 +177,9 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> closing_fast_{false};  // closing_, for lock-free early checks.
   std::shared_ptr<const ClusterRouting> routing_ ABSL_GUARDED_BY(mu_);
+  // Backoff timers armed and not yet run (RetryLater()): Shutdown() cancels them and waits until
+  // their commands are completed.
+  std::vector<std::shared_ptr<boost::asio::steady_timer>> retry_timers_ ABSL_GUARDED_BY(mu_);
   // Node clients by "host:port": the current primaries and nodes reached by redirects.
   std::map<std::string, std::shared_ptr<RedisClient>> clients_ ABSL_GUARDED_BY(mu_);
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);

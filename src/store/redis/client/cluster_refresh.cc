@@ -38,7 +38,7 @@ std::string ClusterNodeKey(const StoreUrl::Node& node) {
 void ClusterClient::Impl::RequestRefresh() {
   if (closing_fast_.load(std::memory_order_relaxed)) return;
   if (refresh_posted_.exchange(true, std::memory_order_acq_rel)) return;  // Already asked.
-  boost::asio::post(io_, [this] {
+  boost::asio::post(io_, [this, self = shared_from_this()] {
     refresh_posted_.store(false, std::memory_order_release);
     MaybeRefresh();
   });
@@ -46,12 +46,13 @@ void ClusterClient::Impl::RequestRefresh() {
 
 void ClusterClient::Impl::ArmPeriodicRefresh() {
   periodic_timer_.expires_after(options_.refresh_interval);
-  periodic_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || closing_fast_.load(std::memory_order_relaxed)) return;
-    SweepRetired();
-    MaybeRefresh();
-    ArmPeriodicRefresh();
-  });
+  periodic_timer_.async_wait(
+      [this, self = shared_from_this()](const boost::system::error_code& ec) {
+        if (ec || closing_fast_.load(std::memory_order_relaxed)) return;
+        SweepRetired();
+        MaybeRefresh();
+        ArmPeriodicRefresh();
+      });
 }
 
 void ClusterClient::Impl::MaybeRefresh() {
@@ -65,7 +66,7 @@ void ClusterClient::Impl::MaybeRefresh() {
     if (!gap_timer_armed_) {
       gap_timer_armed_ = true;
       gap_timer_.expires_at(earliest);
-      gap_timer_.async_wait([this](const boost::system::error_code& ec) {
+      gap_timer_.async_wait([this, self = shared_from_this()](const boost::system::error_code& ec) {
         gap_timer_armed_ = false;
         if (!ec) MaybeRefresh();
       });
@@ -120,7 +121,7 @@ void ClusterClient::Impl::TryNextCandidate() {
     if (it != clients_.end()) asked_client_ = it->second;
   }
   if (asked_client_ == nullptr) {
-    absl::StatusOr<std::unique_ptr<RedisClient>> made = RedisClient::Create(NodeOptions(node));
+    absl::StatusOr<std::unique_ptr<RedisClient>> made = MakeNodeClient(node);
     if (!made.ok()) {
       refresh_error_ = made.status();
       TryNextCandidate();
@@ -143,13 +144,13 @@ void ClusterClient::Impl::AskForMap(const StoreUrl::Node& node) {
                        slots_command](absl::StatusOr<RedisReply> reply) mutable {
                         std::shared_ptr<Impl> self = weak.lock();
                         if (self == nullptr) return;
-                        // Handled on the cluster thread, which keeps the Impl alive; a handler that
-                        // never runs (the client closing) holds nothing but a pointer.
-                        boost::asio::post(self->io_,
-                                          [impl = self.get(), node = std::move(node), slots_command,
-                                           reply = std::move(reply)]() mutable {
-                                            impl->OnMapReply(node, slots_command, std::move(reply));
-                                          });
+                        // Handled in a handler of its own on the cluster thread: a reply refused
+                        // up front arrives inline, inside AskForMap(). The handler holds the Impl.
+                        boost::asio::io_context& io = self->io_;
+                        boost::asio::post(io, [self = std::move(self), node = std::move(node),
+                                               slots_command, reply = std::move(reply)]() mutable {
+                          self->OnMapReply(node, slots_command, std::move(reply));
+                        });
                       });
 }
 
@@ -235,8 +236,7 @@ void ClusterClient::Impl::Install(const ClusterMap& map) {
       }
     }
     for (const ClusterShard* shard : missing) {
-      absl::StatusOr<std::unique_ptr<RedisClient>> made =
-          RedisClient::Create(NodeOptions(shard->primary));
+      absl::StatusOr<std::unique_ptr<RedisClient>> made = MakeNodeClient(shard->primary);
       if (made.ok()) {
         made_here.emplace(ClusterNodeKey(shard->primary), *std::move(made));
       } else {

@@ -1,9 +1,9 @@
 #include "src/store/redis/client/redis_client.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <condition_variable>
 #include <future>
 #include <thread>
 #include <utility>
@@ -12,13 +12,12 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <hiredis/hiredis.h>
 #include <openssl/ssl.h>
-#include <pthread.h>
 
+#include "src/store/redis/client/io_thread.h"
 #include "src/store/redis/client/redis_connection.h"
 #include "src/store/redis/client/redis_error.h"
 #include "src/util/mutex.h"
@@ -117,12 +116,10 @@ RedisCommand RedisCommand::Clone() const {
 }
 
 // ---------------------------------------------------------------------------------------------
-// RedisClient::Impl: the connections, their io_contexts and threads, and the connection state
-// that WaitForConnection() watches.
+// RedisClient::Impl: the connections, the I/O threads they run on (the client's own, or one shared
+// with the other clients of a router), and the connection state that WaitForConnection() watches.
 
 namespace {
-
-using WorkGuard = boost::asio::executor_work_guard<boost::asio::io_context::executor_type>;
 
 absl::Status ValidateOptions(const RedisClientOptions& o) {
   auto invalid = [](std::string_view what) {
@@ -150,7 +147,7 @@ absl::Status ValidateOptions(const RedisClientOptions& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> MakeTlsContext(const StoreUrl& url) {
+absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeTlsContext(const StoreUrl& url) {
   namespace ssl = boost::asio::ssl;
   auto fail = [](std::string_view what, const boost::system::error_code& ec) {
     return absl::InvalidArgumentError(
@@ -187,9 +184,6 @@ absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> MakeTlsContext(const 
   return ctx;
 }
 
-// The client whose I/O thread this is, if any.
-thread_local const void* current_io_client = nullptr;
-
 }  // namespace
 
 class RedisClient::Impl final : public internal::ConnectionObserver,
@@ -202,37 +196,40 @@ class RedisClient::Impl final : public internal::ConnectionObserver,
   Impl& operator=(const Impl&) = delete;
   ~Impl() override = default;
 
+  // Runs the connections on `threads`, spread round-robin.
   void Start(const RedisClientOptions& options,
-             std::unique_ptr<boost::asio::ssl::context> tls_context) {
-    tls_context_ = std::move(tls_context);
-    config_.tls_context = tls_context_.get();
-    for (int i = 0; i < options.io_threads; ++i) {
-      contexts_.push_back(std::make_unique<boost::asio::io_context>(1));
-      guards_.emplace_back(contexts_.back()->get_executor());
-    }
+             const std::vector<std::shared_ptr<internal::IoThread>>& threads) {
+    for (const auto& thread : threads) contexts_.push_back(thread->context());
     for (int i = 0; i < options.connections; ++i) {
-      connections_.push_back(std::make_unique<internal::RedisConnection>(
-          *contexts_[static_cast<size_t>(i % options.io_threads)], config_, *this));
-    }
-    for (size_t i = 0; i < contexts_.size(); ++i) {
-      threads_.emplace_back([self = shared_from_this(), i] {
-        current_io_client = self.get();
-        pthread_setname_np(pthread_self(), "sluice-redis");
-        self->contexts_[i]->run();
-        current_io_client = nullptr;
-        // If the client was destroyed on this thread, `self` may be the last owner.
-      });
+      connections_.push_back(std::make_shared<internal::RedisConnection>(
+          contexts_[static_cast<size_t>(i) % contexts_.size()], config_, *this));
     }
     for (auto& connection : connections_) connection->Start();
   }
 
-  // Asks every connection to close; the threads end when their work is done.
-  void BeginShutdown() {
-    for (auto& connection : connections_) connection->Shutdown();
-    for (WorkGuard& guard : guards_) guard.reset();
+  // Asks every connection to close and fail what it holds with Unavailable. Unless `wait` is
+  // false, returns once every connection has done so. Until then each connection keeps the Impl
+  // (its observer) alive; afterwards the connections only finish their cancelled handlers.
+  void Shutdown(bool wait) {
+    std::vector<std::future<void>> closed;
+    for (auto& connection : connections_) {
+      std::promise<void> promise;
+      if (wait) closed.push_back(promise.get_future());
+      connection->Shutdown([self = shared_from_this(), promise = std::move(promise)]() mutable {
+        // Let go of the Impl first, so that the waiting destructor usually frees it itself.
+        self.reset();
+        promise.set_value();
+      });
+    }
+    for (std::future<void>& f : closed) f.wait();
   }
 
-  bool OnIoThread() const { return current_io_client == this; }
+  bool OnIoThread() const {
+    for (const auto& io : contexts_) {
+      if (internal::IoThread::RunsOn(*io)) return true;
+    }
+    return false;
+  }
 
   internal::RedisConnection& PickConnection() {
     if (connections_.size() == 1) return *connections_[0];
@@ -286,20 +283,16 @@ class RedisClient::Impl final : public internal::ConnectionObserver,
     return stats;
   }
 
-  std::vector<std::thread>& threads() { return threads_; }
   const std::string& endpoint() const { return endpoint_; }
   std::chrono::milliseconds command_timeout() const { return config_.command_timeout; }
 
  private:
-  // Destruction runs bottom-up: threads are joined or detached first, connections go before the
-  // io_contexts their sockets belong to, and the TLS context last.
   internal::ConnectionConfig config_;
   const std::string endpoint_;
-  std::unique_ptr<boost::asio::ssl::context> tls_context_;
-  std::vector<std::unique_ptr<boost::asio::io_context>> contexts_;
-  std::vector<WorkGuard> guards_;
-  std::vector<std::unique_ptr<internal::RedisConnection>> connections_;
-  std::vector<std::thread> threads_;
+  // Kept alive (not running: the RedisClient holds the threads) for the connections' sockets and
+  // timers; declared first, destroyed last.
+  std::vector<std::shared_ptr<boost::asio::io_context>> contexts_;
+  std::vector<std::shared_ptr<internal::RedisConnection>> connections_;
   std::atomic<size_t> next_{0};
 
   internal::Mutex mu_;
@@ -314,7 +307,13 @@ class RedisClient::Impl final : public internal::ConnectionObserver,
 
 absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Create(
     const RedisClientOptions& options) {
+  return Create(options, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Create(
+    const RedisClientOptions& options, std::shared_ptr<internal::IoThread> io_thread) {
   RedisClientOptions o = options;
+  if (io_thread != nullptr) o.io_threads = 1;
   if (o.url.command_timeout) o.command_timeout = *o.url.command_timeout;
   if (o.url.connect_timeout) o.connect_timeout = *o.url.connect_timeout;
   if (o.url.connections) o.connections = *o.url.connections;
@@ -328,9 +327,9 @@ absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Create(
           absl::StrCat("redis client options: ", pw.status().message()));
     }
   }
-  std::unique_ptr<boost::asio::ssl::context> tls_context;
+  std::shared_ptr<boost::asio::ssl::context> tls_context;
   if (o.url.tls) {
-    absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> made = MakeTlsContext(o.url);
+    absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> made = MakeTlsContext(o.url);
     if (!made.ok()) return made.status();
     tls_context = *std::move(made);
   }
@@ -344,26 +343,33 @@ absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Create(
       .stall_timeout = o.stall_timeout,
       .max_queued_commands = o.max_queued_commands,
       .client_name = o.client_name,
+      .tls_context = std::move(tls_context),
       .require_primary = o.require_primary,
       .subscribe = o.subscribe,
       .on_message = o.on_message,
   };
+  std::vector<std::shared_ptr<internal::IoThread>> threads;
+  if (io_thread != nullptr) {
+    threads.push_back(std::move(io_thread));
+  } else {
+    for (int i = 0; i < o.io_threads; ++i) {
+      threads.push_back(internal::IoThread::Start("sluice-redis"));
+    }
+  }
   auto impl = std::make_shared<Impl>(std::move(config), o.url.Redacted());
-  impl->Start(o, std::move(tls_context));
-  return std::unique_ptr<RedisClient>(new RedisClient(std::move(impl)));
+  impl->Start(o, threads);
+  return std::unique_ptr<RedisClient>(new RedisClient(std::move(threads), std::move(impl)));
 }
 
-RedisClient::RedisClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RedisClient::RedisClient(std::vector<std::shared_ptr<internal::IoThread>> io_threads,
+                         std::shared_ptr<Impl> impl)
+    : io_threads_(std::move(io_threads)), impl_(std::move(impl)) {}
 
 RedisClient::~RedisClient() {
-  impl_->BeginShutdown();
-  if (impl_->OnIoThread()) {
-    // Destroyed from one of our callbacks: this thread cannot join itself. The threads finish
-    // their shutdown work and the last one frees the Impl.
-    for (std::thread& t : impl_->threads()) t.detach();
-  } else {
-    for (std::thread& t : impl_->threads()) t.join();
-  }
+  // On an I/O thread (destroyed from a callback) the connections cannot be waited for: they close
+  // after this callback returns, and keep the Impl until then. Elsewhere, every pending command
+  // has been failed once this returns, as the callers' state may go with the client.
+  impl_->Shutdown(/*wait=*/!impl_->OnIoThread());
 }
 
 void RedisClient::Send(RedisCommand command, ReplyCallback done) {

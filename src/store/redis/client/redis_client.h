@@ -51,6 +51,9 @@
 #include "src/store/redis/client/redis_router.h"
 
 namespace sluice {
+namespace internal {
+class IoThread;
+}  // namespace internal
 
 // RedisCommand: one command, RESP-formatted by hiredis when it is made (on the caller's thread,
 // off the I/O thread). Move-only; a default-constructed or failed command is empty.
@@ -195,11 +198,19 @@ class RedisClient final : public RedisRouter, public std::enable_shared_from_thi
   // attempts, and returns without waiting for them (see WaitForConnection()). Returns
   // InvalidArgument for bad options, an unreadable password_file or unusable TLS files.
   static absl::StatusOr<std::unique_ptr<RedisClient>> Create(const RedisClientOptions& options);
+  // As above, with every connection on `io_thread` (shared with the other clients of a router;
+  // options.io_threads is then ignored) instead of threads of the client's own; callbacks then
+  // run on that thread. The client holds `io_thread` until it is destroyed. A null `io_thread`
+  // is the one-argument form.
+  static absl::StatusOr<std::unique_ptr<RedisClient>> Create(
+      const RedisClientOptions& options, std::shared_ptr<internal::IoThread> io_thread);
 
   RedisClient(const RedisClient&) = delete;
   RedisClient& operator=(const RedisClient&) = delete;
-  // Fails every pending command with Unavailable, closes the connections and stops the I/O
-  // thread. May run on the I/O thread (from a callback): the thread then finishes on its own.
+  // Fails every pending command with Unavailable and closes the connections; their callbacks have
+  // all run when it returns. Stops the I/O thread unless another client still uses it. May run on
+  // the I/O thread (from a callback): the connections then close, and the pending commands fail,
+  // once that callback has returned.
   ~RedisClient() override;
 
   // RedisClient::Send()
@@ -259,10 +270,15 @@ class RedisClient final : public RedisRouter, public std::enable_shared_from_thi
 
  private:
   class Impl;
-  explicit RedisClient(std::shared_ptr<Impl> impl);
+  RedisClient(std::vector<std::shared_ptr<internal::IoThread>> io_threads,
+              std::shared_ptr<Impl> impl);
 
-  // Shared with the I/O threads, so that a client destroyed on its own I/O thread stays alive
-  // until that thread has unwound.
+  // The threads the connections run on (of the client's own, or one shared with a router's other
+  // clients). Declared first, let go of last: a thread that nothing else uses is joined here,
+  // after the Impl, once the connections' last handlers have run.
+  std::vector<std::shared_ptr<internal::IoThread>> io_threads_;
+  // Also held by the connections until they have shut down, so that a client destroyed on its
+  // I/O thread stays alive until they no longer need it.
   std::shared_ptr<Impl> impl_;
 };
 

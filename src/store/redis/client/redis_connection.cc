@@ -47,24 +47,28 @@ absl::StatusOr<std::string> ReadPasswordFile(const std::string& path) {
   return password;
 }
 
-RedisConnection::RedisConnection(boost::asio::io_context& io, const ConnectionConfig& config,
-                                 ConnectionObserver& observer)
-    : io_(io),
+RedisConnection::RedisConnection(std::shared_ptr<boost::asio::io_context> io,
+                                 const ConnectionConfig& config, ConnectionObserver& observer)
+    : io_holder_(std::move(io)),
+      io_(*io_holder_),
       config_(config),
       observer_(observer),
-      resolver_(io),
-      connect_timer_(io),
-      backoff_timer_(io),
-      deadline_timer_(io) {}
+      resolver_(io_),
+      connect_timer_(io_),
+      backoff_timer_(io_),
+      deadline_timer_(io_) {}
 
 RedisConnection::~RedisConnection() = default;
 
 void RedisConnection::Start() {
-  boost::asio::post(io_, [this] { StartConnect(); });
+  boost::asio::post(io_, [this, self = shared_from_this()] { StartConnect(); });
 }
 
-void RedisConnection::Shutdown() {
-  boost::asio::post(io_, [this] { DoShutdown(); });
+void RedisConnection::Shutdown(absl::AnyInvocable<void() &&> then) {
+  boost::asio::post(io_, [this, self = shared_from_this(), then = std::move(then)]() mutable {
+    DoShutdown();
+    if (then) std::move(then)();
+  });
 }
 
 RedisConnection::State RedisConnection::SetState(State state) {
@@ -81,12 +85,13 @@ void RedisConnection::StartConnect() {
   established_ = false;
   SetState(State::kConnecting);
   connect_timer_.expires_after(config_.connect_timeout);
-  connect_timer_.async_wait([this, epoch](const boost::system::error_code& ec) {
-    if (ec || epoch != epoch_) return;
-    FailConnection(absl::UnavailableError(absl::StrCat("redis ", config_.endpoint,
-                                                       ": connect timed out after ",
-                                                       config_.connect_timeout.count(), "ms")));
-  });
+  connect_timer_.async_wait(
+      [this, self = shared_from_this(), epoch](const boost::system::error_code& ec) {
+        if (ec || epoch != epoch_) return;
+        FailConnection(absl::UnavailableError(absl::StrCat("redis ", config_.endpoint,
+                                                           ": connect timed out after ",
+                                                           config_.connect_timeout.count(), "ms")));
+      });
   boost::system::error_code ec;
   const boost::asio::ip::address address = boost::asio::ip::make_address(config_.url.host, ec);
   if (!ec) {
@@ -96,7 +101,8 @@ void RedisConnection::StartConnect() {
   // Resolved on every attempt, so a failover that moves a DNS name is followed.
   resolver_.async_resolve(
       config_.url.host, std::to_string(config_.url.port),
-      [this, epoch](const boost::system::error_code& ec, const Tcp::resolver::results_type& found) {
+      [this, self = shared_from_this(), epoch](const boost::system::error_code& ec,
+                                               const Tcp::resolver::results_type& found) {
         if (epoch != epoch_) return;
         if (ec) {
           FailConnection(TransportError(config_.endpoint, "resolve", ec));
@@ -112,9 +118,8 @@ void RedisConnection::ConnectTo(uint64_t epoch, const std::vector<Tcp::endpoint>
   transport_ = std::make_shared<Transport>(io_);
   boost::asio::async_connect(
       transport_->socket, endpoints,
-      [this, epoch, t = transport_](const boost::system::error_code& ec, const Tcp::endpoint&) {
-        OnConnected(epoch, ec);
-      });
+      [this, self = shared_from_this(), epoch, t = transport_](
+          const boost::system::error_code& ec, const Tcp::endpoint&) { OnConnected(epoch, ec); });
 }
 
 void RedisConnection::OnConnected(uint64_t epoch, const boost::system::error_code& ec) {
@@ -151,8 +156,8 @@ void RedisConnection::OnConnected(uint64_t epoch, const boost::system::error_cod
     }
   }
   transport_->tls->async_handshake(
-      boost::asio::ssl::stream_base::client,
-      [this, epoch, t = transport_](const boost::system::error_code& ec) {
+      boost::asio::ssl::stream_base::client, [this, self = shared_from_this(), epoch,
+                                              t = transport_](const boost::system::error_code& ec) {
         if (epoch != epoch_) return;
         if (ec) {
           FailConnection(TransportError(config_.endpoint, "TLS handshake", ec));
@@ -256,9 +261,9 @@ void RedisConnection::OnHandshakeReply(uint64_t epoch, std::string_view step, bo
     const std::string role =
         reply->is_array() && !reply->elements().empty() ? reply->elements()[0].str() : "";
     if (role != "master") {
-      FailConnection(absl::UnavailableError(absl::StrCat(
-          "redis ", config_.endpoint, ": ROLE says ", role.empty() ? reply->DebugString() : role,
-          ", not master: not the primary")));
+      FailConnection(absl::UnavailableError(absl::StrCat("redis ", config_.endpoint, ": ROLE says ",
+                                                         role.empty() ? reply->DebugString() : role,
+                                                         ", not master: not the primary")));
       return;
     }
   } else if (step == "SUBSCRIBE" && config_.on_message) {
@@ -359,10 +364,11 @@ void RedisConnection::ScheduleReconnect() {
                                            config_.backoff_min.count() * (int64_t{1} << doublings));
   const int64_t delay_ms = absl::Uniform<int64_t>(absl::IntervalClosed, rng_, 0, cap_ms);
   backoff_timer_.expires_after(std::chrono::milliseconds(delay_ms));
-  backoff_timer_.async_wait([this, epoch = epoch_](const boost::system::error_code& ec) {
-    if (ec || epoch != epoch_ || closing_) return;
-    StartConnect();
-  });
+  backoff_timer_.async_wait(
+      [this, self = shared_from_this(), epoch = epoch_](const boost::system::error_code& ec) {
+        if (ec || epoch != epoch_ || closing_) return;
+        StartConnect();
+      });
 }
 
 void RedisConnection::DoShutdown() {

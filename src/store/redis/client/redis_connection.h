@@ -19,6 +19,10 @@
 // what is due, leaving tombstones in `inflight_` so late replies still match in order, and re-arms
 // for the next deadline. It also watches for a stalled connection (stall_timeout).
 //
+// Lifetime: owned through shared_ptr. Every handler it starts holds it, so a connection whose
+// client is gone stays alive until the last handler on its (possibly shared) io_context has run;
+// after Shutdown() has run, no handler calls the observer or a command's callback again.
+//
 // Thread safety: Submit(), Shutdown(), ready() and AddStats() are thread-safe; everything else runs
 // on the I/O thread.
 #ifndef SLUICE_STORE_REDIS_CLIENT_REDIS_CONNECTION_H_
@@ -35,6 +39,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/random/random.h"
 #include "absl/status/status.h"
 #include <boost/asio/io_context.hpp>
@@ -55,7 +60,7 @@ namespace sluice::internal {
 
 using TimePoint = std::chrono::steady_clock::time_point;
 
-// What every connection of one client shares. Owned by the client; outlives its connections.
+// What every connection of one client shares; each connection keeps a copy.
 struct ConnectionConfig {
   StoreUrl url;
   std::string endpoint;  // url.HostPort(), for messages.
@@ -66,7 +71,8 @@ struct ConnectionConfig {
   std::chrono::milliseconds stall_timeout{0};
   size_t max_queued_commands = 0;
   std::string client_name;
-  boost::asio::ssl::context* tls_context = nullptr;  // Set for rediss://.
+  // Set for rediss://. Shared, so that a connection outliving its client still holds it.
+  std::shared_ptr<boost::asio::ssl::context> tls_context;
   // RedisClientOptions::require_primary: ROLE is a handshake step and must say "master".
   bool require_primary = false;
   // RedisClientOptions::subscribe and on_message: SUBSCRIBE is the last handshake step, and
@@ -109,22 +115,24 @@ struct Request {
 // or is empty. The message names the file, never its content.
 absl::StatusOr<std::string> ReadPasswordFile(const std::string& path);
 
-class RedisConnection {
+class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
  public:
-  RedisConnection(boost::asio::io_context& io, const ConnectionConfig& config,
+  // `io` is kept alive as long as the connection: its sockets and timers belong to it.
+  RedisConnection(std::shared_ptr<boost::asio::io_context> io, const ConnectionConfig& config,
                   ConnectionObserver& observer);
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;
   ~RedisConnection();
 
-  // Starts the first connection attempt (asynchronously).
+  // Starts the first connection attempt (asynchronously). REQUIRES: owned by a shared_ptr.
   void Start();
   // See RedisClient::Send(). REQUIRES: !command.empty().
   void Submit(RedisCommand command, std::chrono::milliseconds timeout,
               RedisClient::ReplyCallback done);
   // Closes the connection and fails everything pending with Unavailable (asynchronously, on the
-  // I/O thread). Idempotent.
-  void Shutdown();
+  // I/O thread), then calls `then` there, if set: from then on the observer is never called
+  // again, so `then` may release it. Idempotent (`then` runs each time).
+  void Shutdown(absl::AnyInvocable<void() &&> then = nullptr);
   bool ready() const { return ready_.load(std::memory_order_relaxed); }
   void AddStats(RedisClientStats& stats) const;
 
@@ -187,8 +195,9 @@ class RedisConnection {
     }
   }
 
+  const std::shared_ptr<boost::asio::io_context> io_holder_;
   boost::asio::io_context& io_;
-  const ConnectionConfig& config_;
+  const ConnectionConfig config_;
   ConnectionObserver& observer_;
 
   // I/O thread only.

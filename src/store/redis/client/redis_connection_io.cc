@@ -69,7 +69,7 @@ void RedisConnection::Submit(RedisCommand command, std::chrono::milliseconds tim
       }
     }
   }
-  if (wake) boost::asio::post(io_, [this] { OnWake(); });
+  if (wake) boost::asio::post(io_, [this, self = shared_from_this()] { OnWake(); });
   if (rejected_done) {
     rejected_.fetch_add(1, std::memory_order_relaxed);
     std::move(rejected_done)(std::move(rejected));
@@ -132,9 +132,8 @@ void RedisConnection::WriteBuffer(size_t commands) {
   WithStream(t, [&](auto& stream) {
     boost::asio::async_write(
         stream, boost::asio::buffer(t.write_buf),
-        [this, epoch = epoch_, keep = transport_](const boost::system::error_code& ec, size_t) {
-          OnWrite(epoch, ec);
-        });
+        [this, self = shared_from_this(), epoch = epoch_, keep = transport_](
+            const boost::system::error_code& ec, size_t) { OnWrite(epoch, ec); });
   });
 }
 
@@ -154,8 +153,8 @@ void RedisConnection::StartRead() {
   WithStream(t, [&](auto& stream) {
     stream.async_read_some(
         boost::asio::buffer(t.read_buf),
-        [this, epoch = epoch_, keep = transport_](const boost::system::error_code& ec,
-                                                  size_t bytes) { OnRead(epoch, ec, bytes); });
+        [this, self = shared_from_this(), epoch = epoch_, keep = transport_](
+            const boost::system::error_code& ec, size_t bytes) { OnRead(epoch, ec, bytes); });
   });
 }
 
@@ -225,10 +224,11 @@ void RedisConnection::ArmDeadlineTimer(TimePoint at) {
     timer_at_ = at;
   }
   deadline_timer_.expires_at(at);
-  deadline_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec == boost::asio::error::operation_aborted || closing_) return;
-    OnDeadlineTimer();
-  });
+  deadline_timer_.async_wait(
+      [this, self = shared_from_this()](const boost::system::error_code& ec) {
+        if (ec == boost::asio::error::operation_aborted || closing_) return;
+        OnDeadlineTimer();
+      });
 }
 
 // Expires what is due, checks for a stalled connection, and re-arms for the next deadline.

@@ -87,15 +87,18 @@ absl::StatusOr<std::shared_ptr<SentinelClient>> SentinelClient::Create(
   // spdlog's registry is a function-local static in a library not built for TSan: made here,
   // before any of our threads starts, its first use cannot look like a race between them.
   spdlog::default_logger_raw();
+  std::shared_ptr<internal::IoThread> io_thread = internal::IoThread::Start("sluice-redis");
   auto impl = std::make_shared<Impl>(options);
-  if (absl::Status started = impl->Start(); !started.ok()) {
+  if (absl::Status started = impl->Start(io_thread); !started.ok()) {
     impl->Shutdown();
     return started;
   }
-  return std::shared_ptr<SentinelClient>(new SentinelClient(std::move(impl)));
+  return std::shared_ptr<SentinelClient>(new SentinelClient(std::move(io_thread), std::move(impl)));
 }
 
-SentinelClient::SentinelClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SentinelClient::SentinelClient(std::shared_ptr<internal::IoThread> io_thread,
+                               std::shared_ptr<Impl> impl)
+    : io_thread_(std::move(io_thread)), impl_(std::move(impl)) {}
 
 SentinelClient::~SentinelClient() { impl_->Shutdown(); }
 
@@ -291,7 +294,10 @@ void SentinelClient::Impl::Install(const StoreUrl::Node& node) {
   RedisClientOptions primary_options = options_.node;
   primary_options.url = options_.node.url.ForNode(node.host, node.port);
   primary_options.require_primary = true;
-  absl::StatusOr<std::unique_ptr<RedisClient>> made = RedisClient::Create(primary_options);
+  std::shared_ptr<internal::IoThread> io_thread = io_thread_.lock();
+  absl::StatusOr<std::unique_ptr<RedisClient>> made =
+      io_thread == nullptr ? absl::UnavailableError("redis-sentinel: client shut down")
+                           : RedisClient::Create(primary_options, std::move(io_thread));
   std::vector<Waiter> waiting;
   std::shared_ptr<RedisClient> client;
   std::string previous;

@@ -22,9 +22,10 @@
 // fails with DeadlineExceeded or Unavailable. Commands that arrive while no primary is known
 // (before the first answer, or after READONLY) wait for one within their deadline.
 //
-// Threads: one monitor thread (discovery, waiting commands' deadlines), plus the I/O thread of
-// each RedisClient: the primary's, and two per Sentinel (queries, and the subscription, which
-// takes a connection of its own as a subscribed RESP2 connection accepts no other command).
+// Threads: one monitor thread (discovery, waiting commands' deadlines), plus one I/O thread that
+// every RedisClient of the router shares: the primary's, and two per Sentinel (queries, and the
+// subscription, which takes a connection of its own as a subscribed RESP2 connection accepts no
+// other command).
 //
 // Example:
 //   auto url = ParseStoreUrl("redis-sentinel://10.0.0.5:26379,10.0.0.6:26379/limits");
@@ -33,7 +34,7 @@
 //   (*sentinel)->Route(RedisCommand::Format({"INCR", "hits"}), "hits", 20ms,
 //                      [](absl::StatusOr<RedisReply> reply) { ... });
 //
-// Thread safety: thread-safe. Callbacks run on the primary's client's I/O thread, on the monitor
+// Thread safety: thread-safe. Callbacks run on the router's I/O thread, on the monitor
 // thread (a command that waited for a primary), or inline before Route() returns when the command
 // is refused up front (empty command, bad timeout, too many commands waiting, shut down, or the
 // primary's client refusing it).
@@ -130,8 +131,11 @@ class SentinelClient final : public RedisRouter {
 
  private:
   class Impl;
-  explicit SentinelClient(std::shared_ptr<Impl> impl);
+  SentinelClient(std::shared_ptr<internal::IoThread> io_thread, std::shared_ptr<Impl> impl);
 
+  // The one I/O thread of every client of the router. Declared first, let go of last: unless a
+  // client is still held elsewhere (Primaries()), it is joined here.
+  std::shared_ptr<internal::IoThread> io_thread_;
   // Shared with callbacks of commands in flight, which may outlive the client.
   std::shared_ptr<Impl> impl_;
 };

@@ -27,6 +27,7 @@
 
 #include "sluice/store_url.h"
 
+#include "src/store/redis/client/io_thread.h"
 #include "src/store/redis/client/redis_client.h"
 #include "src/store/redis/client/sentinel_client.h"
 #include "src/util/log_throttle.h"
@@ -57,8 +58,9 @@ class SentinelClient::Impl final : public std::enable_shared_from_this<Impl> {
   ~Impl();
 
   // Creates the Sentinels' clients (queries and subscriptions) and starts the monitor thread,
-  // which begins with a discovery. Returns what RedisClient::Create() refuses.
-  absl::Status Start();
+  // which begins with a discovery; every client runs on `io_thread`. Returns what
+  // RedisClient::Create() refuses.
+  absl::Status Start(const std::shared_ptr<internal::IoThread>& io_thread);
   // See ~SentinelClient().
   void Shutdown();
 
@@ -145,6 +147,9 @@ class SentinelClient::Impl final : public std::enable_shared_from_this<Impl> {
   const std::string describe_;
   internal::LogThrottle discovery_log_;
 
+  // The thread every client of this router runs its connections on, held by the SentinelClient:
+  // callbacks may keep the Impl past it, and the last holder of the thread joins it.
+  std::weak_ptr<internal::IoThread> io_thread_;
   // One per Sentinel, in URL order. Set by Start() before the monitor thread starts, dropped by
   // Shutdown() after it stopped (or by the destructor, when it was shut down on that thread).
   std::vector<std::shared_ptr<RedisClient>> queries_;

@@ -65,11 +65,12 @@ RedisClientOptions SentinelClient::Impl::SentinelOptions(const StoreUrl::Node& s
   return o;
 }
 
-absl::Status SentinelClient::Impl::Start() {
+absl::Status SentinelClient::Impl::Start(const std::shared_ptr<internal::IoThread>& io_thread) {
   std::weak_ptr<Impl> weak = weak_from_this();
+  io_thread_ = io_thread;
   for (const StoreUrl::Node& node : options_.node.url.nodes) {
     RedisClientOptions query = SentinelOptions(node);
-    absl::StatusOr<std::unique_ptr<RedisClient>> made = RedisClient::Create(query);
+    absl::StatusOr<std::unique_ptr<RedisClient>> made = RedisClient::Create(query, io_thread);
     if (!made.ok()) {
       return {made.status().code(),
               absl::StrCat("sentinel ", internal::NodeName(node), ": ", made.status().message())};
@@ -81,7 +82,7 @@ absl::Status SentinelClient::Impl::Start() {
         [weak, first = std::make_shared<std::atomic<bool>>(true)](const RedisReply& message) {
           if (std::shared_ptr<Impl> self = weak.lock()) self->OnSentinelMessage(message, *first);
         };
-    made = RedisClient::Create(subscriber);
+    made = RedisClient::Create(subscriber, io_thread);
     if (!made.ok()) return made.status();
     subscribers_.push_back(*std::move(made));
   }
@@ -106,7 +107,7 @@ void SentinelClient::Impl::Run() {
     Expire(actions.expired);
     if (actions.install.has_value()) Install(*actions.install);
     if (actions.ask.has_value()) Ask(*actions.ask, actions.round);
-    actions.close.clear();  // Joins their I/O threads: they had nothing left to do.
+    actions.close.clear();  // Closes their connections: they had nothing left to do.
   }
 }
 

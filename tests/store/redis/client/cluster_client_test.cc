@@ -19,6 +19,7 @@
 #include "sluice/store_url.h"
 
 #include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/io_thread.h"
 #include "src/store/redis/client/redis_error.h"
 #include "src/store/redis/client/redis_router_factory.h"
 #include "tests/store/redis/client/redis_client_test_util.h"
@@ -320,6 +321,75 @@ TEST_F(ClusterClientTest, DestructionCompletesPendingCommandsOnce) {
   client.reset();
   EXPECT_EQ(completions.load(), kCommands);
   EXPECT_EQ(unavailable.load(), kCommands);
+}
+
+// Verifies that a cluster client runs every primary's connection on one I/O thread: it starts
+// exactly one thread, replies from all three primaries arrive on it, and it is joined when the
+// client goes.
+TEST_F(ClusterClientTest, EveryPrimaryRepliesOnOneSharedThread) {
+  const int before = internal::IoThread::RunningForTest();
+  std::shared_ptr<ClusterClient> client = Connect({});
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->Primaries().size(), 3u);
+  EXPECT_EQ(internal::IoThread::RunningForTest(), before + 1);
+  std::set<int> ports;
+  std::set<std::thread::id> threads;
+  for (int i = 0; i < 30; ++i) {
+    const std::string key = absl::StrCat("{shared-thread:", i, "}");
+    std::promise<std::thread::id> id;
+    std::future<std::thread::id> future = id.get_future();
+    client->Route(RedisCommand::Format({"SET", key, "v"}), key, milliseconds(2000),
+                  [&id](absl::StatusOr<RedisReply> reply) {
+                    EXPECT_TRUE(reply.ok()) << reply.status();
+                    id.set_value(std::this_thread::get_id());
+                  });
+    ASSERT_EQ(future.wait_for(testing::kWatchdog), std::future_status::ready);
+    threads.insert(future.get());
+    ports.insert(*cluster_->PrimaryForSlot(ClusterHashSlot(key)));
+  }
+  EXPECT_EQ(ports.size(), 3u);
+  EXPECT_EQ(threads.size(), 1u);
+  EXPECT_EQ(threads.count(std::this_thread::get_id()), 0u);
+  client.reset();
+  EXPECT_EQ(internal::IoThread::RunningForTest(), before);
+}
+
+// Verifies shutdown with commands pending everywhere: written and unanswered on every primary
+// (BLPOP), and waiting out a retry backoff (CLUSTERDOWN for an unserved slot). Each completes
+// once, with Unavailable, before the destructor returns, which does not wait out the backoff.
+TEST_F(ClusterClientTest, ShutdownFailsCommandsInFlightAndInBackoffBeforeReturning) {
+  std::shared_ptr<ClusterClient> client = Connect({.retry_backoff_min = std::chrono::seconds(20),
+                                                   .retry_backoff_max = std::chrono::seconds(20)});
+  ASSERT_NE(client, nullptr);
+  const std::string down_key = "{shutdown-backoff}:k";
+  const std::string slot = absl::StrCat(ClusterHashSlot(down_key));
+  const int owner = *cluster_->PrimaryForSlot(ClusterHashSlot(down_key));
+  ASSERT_EQ(*cluster_->Command(owner, {"CLUSTER", "DELSLOTS", slot}), "OK");
+
+  std::atomic<int> completions{0};
+  std::atomic<int> unavailable{0};
+  auto count = [&](absl::StatusOr<RedisReply> reply) {
+    if (absl::IsUnavailable(reply.status())) unavailable.fetch_add(1);
+    completions.fetch_add(1);
+  };
+  client->Route(RedisCommand::Format({"SET", down_key, "v"}), down_key, milliseconds(60'000),
+                count);
+  ASSERT_TRUE(testing::WaitFor([&] { return client->Stats().retries > 0; }, 10'000));
+  std::set<int> ports;
+  constexpr int kBlocked = 30;
+  for (int i = 0; i < kBlocked; ++i) {
+    const std::string key = absl::StrCat("{shutdown-blocked:", i, "}");
+    ports.insert(*cluster_->PrimaryForSlot(ClusterHashSlot(key)));
+    client->Route(RedisCommand::Format({"BLPOP", key, "30"}), key, milliseconds(60'000), count);
+  }
+  EXPECT_EQ(ports.size(), 3u);
+  const auto start = SteadyClock::now();
+  client.reset();
+  EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(10));  // The backoff is 20 s.
+  EXPECT_EQ(completions.load(), kBlocked + 1);
+  EXPECT_EQ(unavailable.load(), kBlocked + 1);
+  ASSERT_EQ(*cluster_->Command(owner, {"CLUSTER", "ADDSLOTS", slot}), "OK");
+  ASSERT_TRUE(cluster_->WaitUntilHealthy().ok());
 }
 
 TEST_F(ClusterClientTest, TellsTheListenerAboutEveryPrimary) {

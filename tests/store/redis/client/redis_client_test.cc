@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "src/store/redis/client/io_thread.h"
 #include "src/store/redis/client/redis_error.h"
 #include "tests/store/redis/client/redis_client_test_util.h"
 #include "tests/testing/redis_server.h"
@@ -304,6 +305,129 @@ TEST_F(RedisClientTest, DestructionFailsPendingCommands) {
     EXPECT_EQ(Await(f).status().code(), absl::StatusCode::kUnavailable);
   }
   server_->Resume();
+}
+
+// Clients of a router made on one shared IoThread (as ClusterClient and SentinelClient make their
+// node clients).
+class SharedIoThreadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<RedisServer>> server = RedisServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    threads_before_ = internal::IoThread::RunningForTest();
+    io_ = internal::IoThread::Start("test-shared-io");
+  }
+
+  std::unique_ptr<RedisClient> MakeClient() {
+    RedisClientOptions options = OptionsFor(*server_);
+    options.command_timeout = std::chrono::seconds(5);
+    absl::StatusOr<std::unique_ptr<RedisClient>> client = RedisClient::Create(options, io_);
+    EXPECT_TRUE(client.ok()) << client.status();
+    if (!client.ok()) return nullptr;
+    EXPECT_TRUE((*client)->WaitForConnection(kWatchdog).ok());
+    return *std::move(client);
+  }
+
+  // The thread `client`'s callback runs on.
+  static std::thread::id CallbackThread(RedisClient& client) {
+    std::promise<std::thread::id> id;
+    std::future<std::thread::id> future = id.get_future();
+    client.Send({"PING"}, [&id](absl::StatusOr<RedisReply> reply) {
+      EXPECT_TRUE(reply.ok()) << reply.status();
+      id.set_value(std::this_thread::get_id());
+    });
+    EXPECT_EQ(future.wait_for(kWatchdog), std::future_status::ready);
+    return future.get();
+  }
+
+  std::unique_ptr<RedisServer> server_;
+  int threads_before_ = 0;
+  std::shared_ptr<internal::IoThread> io_;
+};
+
+// Verifies that clients made on one IoThread start no thread of their own: both run their
+// callbacks on that thread, and only it is running.
+TEST_F(SharedIoThreadTest, ClientsOnOneIoThreadRunOnIt) {
+  std::unique_ptr<RedisClient> a = MakeClient();
+  std::unique_ptr<RedisClient> b = MakeClient();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(internal::IoThread::RunningForTest(), threads_before_ + 1);
+  EXPECT_EQ(CallbackThread(*a), io_->thread_id());
+  EXPECT_EQ(CallbackThread(*b), io_->thread_id());
+}
+
+// Verifies shutdown with commands pending on a shared thread: destroying one client fails each of
+// its pending commands once, with Unavailable, before the destructor returns, and leaves the
+// other client (and its pending command) working on the same thread.
+TEST_F(SharedIoThreadTest, DestroyingOneClientFailsItsPendingCommandsBeforeReturning) {
+  std::unique_ptr<RedisClient> doomed = MakeClient();
+  std::unique_ptr<RedisClient> survivor = MakeClient();
+  ASSERT_NE(doomed, nullptr);
+  ASSERT_NE(survivor, nullptr);
+  server_->Pause();  // Keeps every command pending.
+  constexpr int kCommands = 50;
+  std::atomic<int> completions{0};
+  std::atomic<int> unavailable{0};
+  for (int i = 0; i < kCommands; ++i) {
+    doomed->Send(RedisCommand::Format({"INCR", "doomed"}), std::chrono::seconds(10),
+                 [&](absl::StatusOr<RedisReply> reply) {
+                   if (absl::IsUnavailable(reply.status())) unavailable.fetch_add(1);
+                   completions.fetch_add(1);
+                 });
+  }
+  auto [pending, pending_future] = Capture();
+  survivor->Send(RedisCommand::Format({"INCR", "survivor"}), std::chrono::seconds(10),
+                 std::move(pending));
+  doomed.reset();
+  EXPECT_EQ(completions.load(), kCommands);
+  EXPECT_EQ(unavailable.load(), kCommands);
+  server_->Resume();
+  absl::StatusOr<RedisReply> reply = Await(pending_future);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(*reply, RedisReply::Integer(1));
+  EXPECT_EQ(CallbackThread(*survivor), io_->thread_id());
+  EXPECT_EQ(completions.load(), kCommands);  // Nothing completed twice.
+}
+
+// Verifies that the last holder stops the thread: a client keeps the shared thread running after
+// the router's handle is gone, and the thread is joined when the client goes.
+TEST_F(SharedIoThreadTest, TheLastHolderStopsTheThread) {
+  std::unique_ptr<RedisClient> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  const std::thread::id thread = io_->thread_id();
+  io_.reset();
+  EXPECT_EQ(CallbackThread(*client), thread);
+  EXPECT_EQ(internal::IoThread::RunningForTest(), threads_before_ + 1);
+  client.reset();
+  EXPECT_EQ(internal::IoThread::RunningForTest(), threads_before_);
+}
+
+// Verifies that a client on a shared thread can be destroyed from its own callback: its pending
+// command then fails with Unavailable, and the other client keeps working.
+TEST_F(SharedIoThreadTest, AClientCanBeDestroyedFromItsOwnCallback) {
+  std::unique_ptr<RedisClient> doomed = MakeClient();
+  std::unique_ptr<RedisClient> survivor = MakeClient();
+  ASSERT_NE(doomed, nullptr);
+  ASSERT_NE(survivor, nullptr);
+  server_->Pause();
+  auto [pending, pending_future] = Capture();
+  doomed->Send(RedisCommand::Format({"PING"}), std::chrono::seconds(10), std::move(pending));
+  std::promise<void> destroyed;
+  RedisClient* raw = doomed.get();
+  raw->Send(RedisCommand::Format({"PING"}), std::chrono::milliseconds(10),
+            [&, doomed = std::move(doomed)](absl::StatusOr<RedisReply>) mutable {
+              doomed.reset();
+              destroyed.set_value();
+            });
+  std::future<void> done = destroyed.get_future();
+  ASSERT_EQ(done.wait_for(kWatchdog), std::future_status::ready);
+  absl::StatusOr<RedisReply> reply = Await(pending_future);
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(reply.status().message(), HasSubstr("client shut down"));
+  server_->Resume();
+  EXPECT_EQ(CallbackThread(*survivor), io_->thread_id());
 }
 
 TEST(RedisClientOptions, RejectsBadOptions) {

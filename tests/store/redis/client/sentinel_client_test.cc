@@ -7,6 +7,7 @@
 #include <chrono>
 #include <ctime>
 #include <functional>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 
 #include "sluice/store_url.h"
 
+#include "src/store/redis/client/io_thread.h"
 #include "src/store/redis/client/redis_router_factory.h"
 #include "tests/store/redis/client/redis_client_test_util.h"
 #include "tests/testing/child_process.h"
@@ -101,6 +103,29 @@ TEST_F(SentinelClientTest, DiscoversThePrimaryAndSendsCommandsToIt) {
   EXPECT_GE(client->Stats().discoveries, 1u);
   EXPECT_EQ(client->Stats().primary_changes, 0u);
   EXPECT_GE(client->RouterStats().commands_sent, 1u);
+}
+
+// Verifies that every client of the router (the primary's, and a query and a subscription client
+// per Sentinel) runs on one I/O thread: the router starts exactly one, replies arrive on it, and
+// it is joined when the router goes.
+TEST_F(SentinelClientTest, EveryClientRunsOnOneSharedThread) {
+  const int before = internal::IoThread::RunningForTest();
+  std::shared_ptr<SentinelClient> client = Create(OptionsFor(UrlWithSentinels(AllSentinels())));
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->WaitForConnection(kWait).ok());
+  EXPECT_GE(sentinel_->sentinel_ports().size(), 2u);
+  EXPECT_EQ(internal::IoThread::RunningForTest(), before + 1);
+  std::promise<std::thread::id> id;
+  std::future<std::thread::id> future = id.get_future();
+  client->Route(RedisCommand::Format({"PING"}), "", milliseconds(2000),
+                [&id](absl::StatusOr<RedisReply> reply) {
+                  EXPECT_TRUE(reply.ok()) << reply.status();
+                  id.set_value(std::this_thread::get_id());
+                });
+  ASSERT_EQ(future.wait_for(kWait), std::future_status::ready);
+  EXPECT_NE(future.get(), std::this_thread::get_id());
+  client.reset();
+  EXPECT_EQ(internal::IoThread::RunningForTest(), before);
 }
 
 TEST_F(SentinelClientTest, IsWhatTheRouterFactoryMakesForASentinelUrl) {
