@@ -21,6 +21,7 @@ TSAN_TESTS=(
   script_runner_test redis_store_test redis_store_fault_test cluster_client_test
   sentinel_client_test rate_limit_service_test rate_limit_service_async_test
   rate_limit_service_redis_test http_api_test metrics_test config_reloader_test
+  health_test http_server_test
   middleware_test middleware_failure_test beast_test
 )
 # Untrusted bytes are parsed here: URLs, RESP, config, /json, keys, client addresses; and the
@@ -29,7 +30,8 @@ ASAN_TESTS=(
   store_url_test redis_reply_reader_test redis_error_test redis_keys_test key_test
   cluster_topology_test redis_connection_hostile_test cross_slot_test
   parse_test load_test match_test wildcard_test rls_json_test client_ip_test
-  route_template_test rate_limit_headers_test middleware_config_test
+  route_template_test rate_limit_headers_test middleware_config_test settings_test
+  json_log_format_test
   memory_store_test memory_store_overflow_test slot_table_test
   config_corpus_test resp_reader_corpus_test store_url_corpus_test redis_keys_corpus_test
   rls_json_corpus_test rls_json_codec_corpus_test

@@ -12,8 +12,8 @@
 // `load` runs on the reloader's thread and may outlive the reloader when abandoned, so it must own
 // everything it touches (copies, not references). `apply` runs on the same thread, one call at a
 // time, never after Stop() has returned; it may refer to objects that outlive Stop(). It runs
-// under the reloader's lock, so it must be quick (swap the config, log, count): Request() and Stop()
-// wait for an apply in progress, never for a load.
+// under the reloader's lock, so it must be quick (swap the config, log, count): Request() and
+// Stop() wait for an apply in progress, never for a load.
 //
 // Example:
 //   ConfigReloader reloader([path] { return LoadRateLimitConfig(path); },

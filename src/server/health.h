@@ -3,10 +3,11 @@
 //
 // Healthy means: no SIGTERM received, a config loaded (with `require_domain`, one naming at least
 // one domain, the reference's HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED), every listener accepting
-// (SetListenerHealth()), and every store answering a real check (a cost-0 peek through the same script path as a decision, not a PING). Each Check()
-// result, and MarkTerminating(), is compared with the last known state; a change is passed to the
-// OnChange() listener, which sluiced points at GrpcServer::SetServing(), so gRPC health follows
-// whatever /healthcheck last saw, and a periodic Check() keeps it current without HTTP traffic.
+// (SetListenerHealth()), and every store answering a real check (a cost-0 peek through the same
+// script path as a decision, not a PING). Each Check() result, and MarkTerminating(), is compared
+// with the last known state; a change is passed to the OnChange() listener, which sluiced points at
+// GrpcServer::SetServing(), so gRPC health follows whatever /healthcheck last saw, and a periodic
+// Check() keeps it current without HTTP traffic.
 //
 // Example:
 //   Health health(service, {store}, HealthOptions{});

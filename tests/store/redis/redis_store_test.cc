@@ -208,8 +208,9 @@ TEST_F(RedisStoreTest, ScriptFlushCausesNoErrors) {
 TEST_F(RedisStoreTest, ChecksRunAsFunctionsUnlessTurnedOff) {
   const Limit limit{.limit = 10, .period = kLongPeriod};
   ASSERT_TRUE(store_->Check("k", limit, 1).ok());
-  ASSERT_TRUE(store_->CheckAll({{LimitCheck{.key = "k", .limit = limit, .cost = 1},
-                                 LimitCheck{.key = "j", .limit = limit, .cost = 1}}})
+  ASSERT_TRUE(store_
+                  ->CheckAll({{LimitCheck{.key = "k", .limit = limit, .cost = 1},
+                               LimitCheck{.key = "j", .limit = limit, .cost = 1}}})
                   .ok());
   EXPECT_TRUE(store_->Stats().functions);
   EXPECT_EQ(store_->Stats().noscript_resends, 0u);  // preloaded at start
