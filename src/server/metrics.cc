@@ -262,6 +262,11 @@ void Metrics::SetStoreStateSource(absl::AnyInvocable<StoreState() const> source)
   store_state_ = std::move(source);
 }
 
+void Metrics::SetServerStateSource(absl::AnyInvocable<ServerState() const> source) {
+  internal::MutexLock lock(&source_mu_);
+  server_state_ = std::move(source);
+}
+
 void Metrics::SetRenderHookForTest(std::function<void()> hook) {
   internal::MutexLock lock(&mu_);
   render_hook_ = std::move(hook);
@@ -331,9 +336,11 @@ std::string Metrics::Render() const {
                     "\n");
   }
   StoreState state;
+  std::optional<ServerState> server;
   {
     internal::MutexLock lock(&source_mu_);
     if (store_state_) state = store_state_();
+    if (server_state_) server = server_state_();
   }
   header("ratelimit_service_should_rate_limit_error_total", "counter",
          "Requests that failed: redis_error in the store, service_error malformed.");
@@ -412,6 +419,31 @@ std::string Metrics::Render() const {
     counter("sluice_memory_store_evicted_total", "Live entries evicted to make room.", ms.evicted);
     counter("sluice_memory_store_denied_for_room_total",
             "New keys refused because the store was full.", ms.denied_for_room);
+  }
+  if (server.has_value()) {
+    const auto per_listener = [&](absl::string_view name, absl::string_view help,
+                                  uint64_t ListenerState::*field) {
+      header(name, "counter", help);
+      for (const ListenerState& l : server->listeners) {
+        absl::StrAppend(&out, name, "{listener=\"", EscapeLabel(l.name), "\"} ", l.*field, "\n");
+      }
+    };
+    per_listener("sluice_listener_accepted_total", "Connections accepted by sluiced's listeners.",
+                 &ListenerState::accepted);
+    per_listener("sluice_listener_rejected_over_cap_total",
+                 "Connections closed at once because the listener's cap was reached.",
+                 &ListenerState::rejected_over_cap);
+    per_listener("sluice_listener_accept_failures_total",
+                 "Accepts that failed for lack of descriptors or memory (each followed by a wait).",
+                 &ListenerState::accept_failures);
+    header("sluice_grpc_in_flight", "gauge", "gRPC decisions waiting for the store.");
+    absl::StrAppend(&out, "sluice_grpc_in_flight ", server->grpc_in_flight, "\n");
+    counter("sluice_grpc_rejected_in_flight_total",
+            "gRPC calls answered RESOURCE_EXHAUSTED because --grpc-max-in-flight were waiting.",
+            server->grpc_rejected_in_flight);
+    counter("sluice_grpc_unparsable_requests_total",
+            "gRPC calls whose bytes were not a RateLimitRequest (INVALID_ARGUMENT).",
+            server->grpc_unparsable_requests);
   }
   header("sluice_metrics_series_bytes", "gauge",
          "Bytes the per-rule and unknown-domain series take (bounded).");

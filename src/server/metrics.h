@@ -78,6 +78,22 @@ struct StoreState {
   std::optional<MemoryStoreStats> memory{};
 };
 
+// One listener's counters (TcpListenerStats), named as sluiced names the listener.
+struct ListenerState {
+  std::string name{};  // "http", "grpc", "debug", "prometheus"
+  uint64_t accepted = 0;
+  uint64_t rejected_over_cap = 0;
+  uint64_t accept_failures = 0;
+};
+
+// The serving side's counters: its listeners and the gRPC server's in-flight bound.
+struct ServerState {
+  std::vector<ListenerState> listeners{};
+  size_t grpc_in_flight = 0;
+  uint64_t grpc_rejected_in_flight = 0;
+  uint64_t grpc_unparsable_requests = 0;
+};
+
 struct MetricsOptions {
   // Most per-rule series (and, separately, unknown domains) kept; further label sets are folded
   // into an overflow series. Default: 10000.
@@ -131,6 +147,9 @@ class Metrics {
   // Where the store gauges come from; called on every Render(), outside the series lock, so a
   // slow source delays only the scrape. Default: none.
   void SetStoreStateSource(absl::AnyInvocable<StoreState() const> source);
+  // Where the listener and gRPC counters come from; called as the store source is. Default: none
+  // (no such series).
+  void SetServerStateSource(absl::AnyInvocable<ServerState() const> source);
 
   // Metrics::Render()
   //
@@ -202,6 +221,7 @@ class Metrics {
   // Taken only to read or replace the store state source: never while `mu_` is held.
   mutable internal::Mutex source_mu_;
   absl::AnyInvocable<StoreState() const> store_state_ ABSL_GUARDED_BY(source_mu_);
+  absl::AnyInvocable<ServerState() const> server_state_ ABSL_GUARDED_BY(source_mu_);
   std::atomic<size_t> series_bytes_{0};
   std::atomic<uint64_t> series_folded_{0};
   std::atomic<uint64_t> store_errors_{0};

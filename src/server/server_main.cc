@@ -248,6 +248,7 @@ int RunServer(const ServerSettings& settings) {
   // Before `grpc` goes, on every path out: a check completing late must not reach it.
   absl::Cleanup forget_grpc = [&health] { health.OnChange(nullptr); };
   std::vector<std::unique_ptr<HttpServer>> http_servers;
+  std::vector<std::string> http_names;  // For /metrics: "http", "debug", "prometheus".
   auto start_http = [&](std::string_view what, const std::string& address, int threads,
                         HttpServer::Handler handler) {
     absl::StatusOr<std::unique_ptr<HttpServer>> server =
@@ -257,6 +258,7 @@ int RunServer(const ServerSettings& settings) {
       return ExitStatusFor(server.status());
     }
     http_servers.push_back(*std::move(server));
+    http_names.emplace_back(what.substr(2));  // "--http" -> "http"
     return 0;
   };
   if (int rc = start_http("--http", settings.http, settings.http_threads,
@@ -287,6 +289,25 @@ int RunServer(const ServerSettings& settings) {
     return s;
   });
   absl::Cleanup forget_listeners = [&health] { health.SetListenerHealth(nullptr); };
+  metrics.SetServerStateSource([&grpc, &http_servers, &http_names] {
+    const GrpcServerStats g = grpc.Stats();
+    ServerState state{.listeners = {{.name = "grpc",
+                                     .accepted = g.listener.accepted,
+                                     .rejected_over_cap = g.listener.rejected_over_cap,
+                                     .accept_failures = g.listener.accept_failures}},
+                      .grpc_in_flight = g.in_flight,
+                      .grpc_rejected_in_flight = g.rejected_in_flight,
+                      .grpc_unparsable_requests = g.unparsable_requests};
+    for (size_t i = 0; i < http_servers.size(); ++i) {
+      const TcpListenerStats l = http_servers[i]->ListenerStats();
+      state.listeners.push_back({.name = http_names[i],
+                                 .accepted = l.accepted,
+                                 .rejected_over_cap = l.rejected_over_cap,
+                                 .accept_failures = l.accept_failures});
+    }
+    return state;
+  });
+  absl::Cleanup forget_server_state = [&metrics] { metrics.SetServerStateSource(nullptr); };
 
   auto in_flight = std::make_shared<std::atomic<bool>>(false);
   auto check_health = [&health, in_flight] {

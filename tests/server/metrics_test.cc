@@ -161,6 +161,31 @@ TEST(StoreStateSource, ReadsTheMemoryStoreAndTheBreaker) {
   EXPECT_THAT(text, Not(HasSubstr("sluice_redis_connected")));
 }
 
+// Verifies the listener and gRPC counters reach /metrics, one series per listener, and that
+// without a source there are no such series.
+TEST(Metrics, RendersTheServerState) {
+  Metrics m;
+  EXPECT_THAT(m.Render(), Not(HasSubstr("sluice_listener_")));
+  m.SetServerStateSource([] {
+    return ServerState{
+        .listeners = {{.name = "grpc", .accepted = 4, .rejected_over_cap = 2, .accept_failures = 1},
+                      {.name = "http", .accepted = 9}},
+        .grpc_in_flight = 3,
+        .grpc_rejected_in_flight = 5,
+        .grpc_unparsable_requests = 6};
+  });
+  const std::string text = m.Render();
+  EXPECT_THAT(text, HasSubstr("sluice_listener_accepted_total{listener=\"grpc\"} 4\n"));
+  EXPECT_THAT(text, HasSubstr("sluice_listener_accepted_total{listener=\"http\"} 9\n"));
+  EXPECT_THAT(text, HasSubstr("sluice_listener_rejected_over_cap_total{listener=\"grpc\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("sluice_listener_accept_failures_total{listener=\"grpc\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("sluice_grpc_in_flight 3\n"));
+  EXPECT_THAT(text, HasSubstr("sluice_grpc_rejected_in_flight_total 5\n"));
+  EXPECT_THAT(text, HasSubstr("sluice_grpc_unparsable_requests_total 6\n"));
+  m.SetServerStateSource(nullptr);
+  EXPECT_THAT(m.Render(), Not(HasSubstr("sluice_grpc_in_flight")));
+}
+
 // Verifies the Prometheus conventions: every counter family ends in _total, gauges do not.
 TEST(Metrics, CounterFamiliesEndInTotal) {
   Metrics m;

@@ -144,10 +144,19 @@ TEST(SluicedE2e, HotReloadAppliesValidConfigAndKeepsOldOnError) {
   EXPECT_TRUE(WaitFor(
       [&] {
         auto m = HttpGet(s.http_port, "/metrics");
-        return m.ok() && m->body.find("ratelimit_service_config_load_error_total 1") != std::string::npos;
+        return m.ok() &&
+               m->body.find("ratelimit_service_config_load_error_total 1") != std::string::npos;
       },
       30'000));
   EXPECT_EQ(PostStatus(s.http_port), 429);  // Still the limit of 3, still counting.
+  // The listeners' counters are exported: every request above came on a connection of its own.
+  auto metrics = HttpGet(s.http_port, "/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_NE(metrics->body.find("sluice_listener_accepted_total{listener=\"http\"} "),
+            std::string::npos);
+  EXPECT_EQ(metrics->body.find("sluice_listener_accepted_total{listener=\"http\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(metrics->body.find("sluice_grpc_in_flight 0\n"), std::string::npos);
   auto health = HttpGet(s.http_port, "/healthcheck");
   ASSERT_TRUE(health.ok());
   EXPECT_EQ(health->status, 200);
@@ -212,7 +221,8 @@ TEST(SluicedE2e, VersionPrintsTheProjectVersionAndExits) {
 
 // An unknown log level used to turn all logging off silently; it is refused at start.
 TEST(SluicedE2e, RefusesAnUnknownLogLevel) {
-  auto run = RunToExit({SLUICED_PATH, "--config", "/nonexistent", "--log-level", "verbose"}, 30'000);
+  auto run =
+      RunToExit({SLUICED_PATH, "--config", "/nonexistent", "--log-level", "verbose"}, 30'000);
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_NE(run->first, 0);
   EXPECT_THAT(run->second, HasSubstr("log-level"));
