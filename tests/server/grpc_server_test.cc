@@ -1,13 +1,11 @@
 #include "src/server/grpc_server.h"
 
-#include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "gtest/gtest.h"
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -16,6 +14,7 @@
 #include "sluice/memory_store.h"
 
 #include "tests/testing/faulty_store.h"
+#include "tests/testing/grpc_probes.h"
 
 namespace sluice::server {
 namespace {
@@ -53,32 +52,8 @@ class GrpcServerTest : public ::testing::Test {
     return stub_->ShouldRateLimit(&context, request, response);
   }
 
-  // grpc.health.v1.Health/Check for `service`, encoded by hand (HealthCheckRequest: 1 = service;
-  // HealthCheckResponse: 1 = status, SERVING 1, NOT_SERVING 2). Returns the status, or -code.
   int HealthStatus(const std::string& service) {
-    std::string request_bytes;
-    if (!service.empty()) {
-      request_bytes.push_back(0x0a);
-      request_bytes.push_back(static_cast<char>(service.size()));
-      request_bytes += service;
-    }
-    grpc::Slice slice(request_bytes);
-    grpc::ByteBuffer request(&slice, 1);
-    grpc::ByteBuffer response;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    grpc::GenericStub stub(channel_);
-    std::promise<grpc::Status> done;
-    stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
-                   &response, [&done](grpc::Status status) { done.set_value(status); });
-    const grpc::Status status = done.get_future().get();
-    if (!status.ok()) return -static_cast<int>(status.error_code());
-    std::vector<grpc::Slice> slices;
-    if (!response.Dump(&slices).ok()) return -100;
-    std::string bytes;
-    for (const grpc::Slice& s : slices)
-      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
+    return testing::GrpcHealthStatus(channel_, service);
   }
 
   static RateLimitRequest IpRequest() {

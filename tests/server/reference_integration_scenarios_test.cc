@@ -7,7 +7,6 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -17,7 +16,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include <google/protobuf/util/json_util.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -27,6 +25,7 @@
 #include "src/server/http_server.h"
 #include "tests/server/reference_scenario_fixture.h"
 #include "tests/testing/child_process.h"
+#include "tests/testing/grpc_probes.h"
 #include "tests/testing/http_client.h"
 
 namespace sluice::server {
@@ -35,33 +34,6 @@ namespace {
 namespace fs = std::filesystem;
 
 using Unit = RateLimitResponse::RateLimit::Unit;
-
-// grpc.health.v1.Health/Check for `service`, encoded by hand (HealthCheckRequest: 1 = service;
-// HealthCheckResponse: 1 = status, SERVING 1, NOT_SERVING 2). Returns the status, or -code.
-int GrpcHealth(const std::shared_ptr<grpc::Channel>& channel, const std::string& service) {
-  std::string request_bytes;
-  request_bytes.push_back(0x0a);
-  request_bytes.push_back(static_cast<char>(service.size()));
-  request_bytes += service;
-  grpc::Slice slice(request_bytes);
-  grpc::ByteBuffer request(&slice, 1);
-  grpc::ByteBuffer response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::GenericStub stub(channel);
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&done](grpc::Status status) { done.set_value(status); });
-  const grpc::Status status = done.get_future().get();
-  if (!status.ok()) return -static_cast<int>(status.error_code());
-  std::vector<grpc::Slice> slices;
-  if (!response.Dump(&slices).ok()) return -100;
-  std::string bytes;
-  for (const grpc::Slice& s : slices) {
-    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
-}
 
 enum class Transport { kGrpc, kJson };
 
@@ -158,7 +130,9 @@ class ReferenceIntegrationScenarios
   // integration_test.go testBasicBaseConfig; see BasicConfig below.
   void RunBasicConfig(bool local_cache);
 
-  int HealthStatus(const std::string& service) { return GrpcHealth(channel_, service); }
+  int HealthStatus(const std::string& service) {
+    return testing::GrpcHealthStatus(channel_, service);
+  }
 
   std::unique_ptr<GrpcServer> grpc_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -471,7 +445,7 @@ TEST(ReferenceSluicedScenarios, GrpcHealthFollowsRedisAndSigterm) {
   ASSERT_TRUE(sluiced.ok()) << sluiced.status();
   const auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port),
                                            grpc::InsecureChannelCredentials());
-  auto health = [&] { return GrpcHealth(channel, "ratelimit"); };
+  auto health = [&] { return testing::GrpcHealthStatus(channel, "ratelimit"); };
   EXPECT_TRUE(testing::WaitFor([&] { return health() == 1; }, 30'000));
   (*redis)->Kill();
   EXPECT_TRUE(testing::WaitFor([&] { return health() == 2; }, 30'000));

@@ -7,15 +7,14 @@
 #include <memory>
 #include <string>
 
-#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include "sluice/version.h"
 
 #include "tests/testing/child_process.h"
+#include "tests/testing/grpc_probes.h"
 #include "tests/testing/http_client.h"
 #include "tests/testing/redis_server.h"
 
@@ -85,24 +84,6 @@ Sluiced StartSluiced(const std::filesystem::path& config, const std::string& sto
       30'000))
       << "sluiced did not become healthy; log: " << log;
   return s;
-}
-
-// Asks over gRPC, as Envoy does; returns 200 for OK, 429 for OVER_LIMIT, -1 on a gRPC error.
-int GrpcStatus(int port) {
-  auto stub = envoy::service::ratelimit::v3::RateLimitService::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
-  envoy::service::ratelimit::v3::RateLimitRequest request;
-  request.set_domain("e2e");
-  auto* entry = request.add_descriptors()->add_entries();
-  entry->set_key("user");
-  entry->set_value("alice");
-  envoy::service::ratelimit::v3::RateLimitResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  if (!stub->ShouldRateLimit(&context, request, &response).ok()) return -1;
-  return response.overall_code() == envoy::service::ratelimit::v3::RateLimitResponse::OVER_LIMIT
-             ? 429
-             : 200;
 }
 
 int PostStatus(int port) {
@@ -186,7 +167,9 @@ TEST(SluicedE2e, TwoInstancesShareOneLimitThroughRedis) {
   Sluiced b = StartSluiced(dir.path(), (*redis)->Url(), (dir.path() / "b.log").string());
   int admitted = 0;
   for (int i = 0; i < 30; ++i) {
-    const int status = i % 2 == 0 ? PostStatus(a.http_port) : GrpcStatus(b.grpc_port);
+    const int status = i % 2 == 0
+                           ? PostStatus(a.http_port)
+                           : testing::GrpcDecisionStatus(b.grpc_port, "e2e", "user", "alice");
     ASSERT_TRUE(status == 200 || status == 429) << status;
     admitted += status == 200 ? 1 : 0;
   }

@@ -5,7 +5,6 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -15,18 +14,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "boost/json/parse.hpp"
-#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include <arpa/inet.h>
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "tests/testing/child_process.h"
+#include "tests/testing/grpc_probes.h"
 #include "tests/testing/http_client.h"
 #include "tests/testing/redis_server.h"
 
@@ -110,52 +107,6 @@ std::string ReadFile(const std::filesystem::path& path) {
   return out.str();
 }
 
-// Over gRPC, as Envoy asks: 200 for OK, 429 for OVER_LIMIT, -1 on a gRPC error.
-int GrpcStatus(int port) {
-  auto stub = envoy::service::ratelimit::v3::RateLimitService::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
-  envoy::service::ratelimit::v3::RateLimitRequest request;
-  request.set_domain("e2e");
-  auto* entry = request.add_descriptors()->add_entries();
-  entry->set_key("user");
-  entry->set_value("alice");
-  envoy::service::ratelimit::v3::RateLimitResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  if (!stub->ShouldRateLimit(&context, request, &response).ok()) return -1;
-  return response.overall_code() == envoy::service::ratelimit::v3::RateLimitResponse::OVER_LIMIT
-             ? 429
-             : 200;
-}
-
-// grpc.health.v1.Health/Check for "ratelimit" (the reference's service name), encoded by hand
-// (HealthCheckRequest: 1 = service; HealthCheckResponse: 1 = status, SERVING 1, NOT_SERVING 2).
-// Returns the status, or -(gRPC code) when the call fails.
-int GrpcHealth(int port) {
-  const std::string service = "ratelimit";
-  std::string request_bytes = {0x0a, static_cast<char>(service.size())};
-  request_bytes += service;
-  grpc::Slice slice(request_bytes);
-  grpc::ByteBuffer request(&slice, 1);
-  grpc::ByteBuffer response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::GenericStub stub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&done](grpc::Status status) { done.set_value(status); });
-  const grpc::Status status = done.get_future().get();
-  if (!status.ok()) return -static_cast<int>(status.error_code());
-  std::vector<grpc::Slice> slices;
-  if (!response.Dump(&slices).ok()) return -100;
-  std::string bytes;
-  for (const grpc::Slice& s : slices) {
-    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
-}
-
 int HealthcheckStatus(int port) {
   absl::StatusOr<HttpResult> r = HttpGet(port, "/healthcheck");
   return r.ok() ? r->status : -1;
@@ -209,7 +160,8 @@ TEST(SluicedReferenceEnvironment, StartsFromTheReferencesVariablesAlone) {
   EXPECT_EQ(PostStatus(http_port), 200);
   EXPECT_EQ(PostStatus(http_port), 200);
   EXPECT_EQ(PostStatus(http_port), 429);
-  EXPECT_EQ(GrpcStatus(grpc_port), 429);  // One limit, shared by both listeners.
+  EXPECT_EQ(GrpcDecisionStatus(grpc_port, "e2e", "user", "alice"),
+            429);  // One limit, shared by both listeners.
   absl::StatusOr<HttpResult> rlconfig = HttpGet(debug_port, "/rlconfig");
   ASSERT_TRUE(rlconfig.ok()) << rlconfig.status();
   EXPECT_THAT(rlconfig->body, HasSubstr("e2e.user"));
@@ -350,7 +302,7 @@ TEST(SluicedReferenceEnvironment, FlagsWinAndConfigFlagKeepsSluicedDefaults) {
   ASSERT_TRUE(process.ok()) << process.status();
   ASSERT_TRUE(WaitFor([&] { return HealthcheckStatus(http_port) == 200; }, 30'000))
       << ReadFile(log);
-  EXPECT_EQ(GrpcStatus(grpc_port), 200);
+  EXPECT_EQ(GrpcDecisionStatus(grpc_port, "e2e", "user", "alice"), 200);
   (*process)->Signal(SIGTERM);
   EXPECT_EQ((*process)->Wait(30'000), 0);
   // --log-level warn won over LOG_LEVEL=debug: no info line ("sluiced serving") was written.
@@ -375,18 +327,22 @@ TEST(SluicedHealth, GrpcHealthFollowsHealthcheck) {
   ASSERT_TRUE(process.ok()) << process.status();
   ASSERT_TRUE(WaitFor([&] { return HealthcheckStatus(http_port) == 200; }, 30'000))
       << ReadFile(log);
-  EXPECT_TRUE(WaitFor([&] { return GrpcHealth(grpc_port) == 1; }, 30'000)) << ReadFile(log);
+  // grpc.health.v1 for "ratelimit", the reference's service name.
+  auto grpc_health = [&] {
+    return GrpcHealthStatus(LoopbackChannel(grpc_port), "ratelimit", std::chrono::seconds(5));
+  };
+  EXPECT_TRUE(WaitFor([&] { return grpc_health() == 1; }, 30'000)) << ReadFile(log);
 
   (*redis)->Kill();
-  EXPECT_TRUE(WaitFor([&] { return GrpcHealth(grpc_port) == 2; }, 30'000)) << ReadFile(log);
+  EXPECT_TRUE(WaitFor([&] { return grpc_health() == 2; }, 30'000)) << ReadFile(log);
   EXPECT_EQ(HealthcheckStatus(http_port), 500);
   ASSERT_TRUE((*redis)->Restart().ok());
-  EXPECT_TRUE(WaitFor([&] { return GrpcHealth(grpc_port) == 1; }, 30'000)) << ReadFile(log);
+  EXPECT_TRUE(WaitFor([&] { return grpc_health() == 1; }, 30'000)) << ReadFile(log);
   EXPECT_EQ(HealthcheckStatus(http_port), 200);
 
   (*process)->Signal(SIGTERM);
   // Draining for 20 s: the listeners still answer, and both say unhealthy.
-  EXPECT_TRUE(WaitFor([&] { return GrpcHealth(grpc_port) == 2; }, 10'000)) << ReadFile(log);
+  EXPECT_TRUE(WaitFor([&] { return grpc_health() == 2; }, 10'000)) << ReadFile(log);
   EXPECT_EQ(HealthcheckStatus(http_port), 500);
   // The process is killed when `process` goes, without waiting out the drain.
 }

@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include "tests/testing/child_process.h"
+#include "tests/testing/grpc_probes.h"
 #include "tests/testing/http_client.h"
 #include "tests/testing/redis_cluster.h"
 #include "tests/testing/redis_sentinel.h"
@@ -64,11 +63,10 @@ Instance StartSluiced(const Workdir& dir, const std::string& store, const std::s
   s.http_port = *FreeLoopbackPort();
   s.grpc_port = *FreeLoopbackPort();
   const std::string log = (dir.path() / (name + ".log")).string();
-  auto p = ChildProcess::Start(
-      {SLUICED_PATH, "--config", dir.path().string(), "--store", store, "--http",
-       absl::StrCat("127.0.0.1:", s.http_port), "--grpc", absl::StrCat("127.0.0.1:", s.grpc_port),
-       "--drain-ms", "0"},
-      log);
+  auto p = ChildProcess::Start({SLUICED_PATH, "--config", dir.path().string(), "--store", store,
+                                "--http", absl::StrCat("127.0.0.1:", s.http_port), "--grpc",
+                                absl::StrCat("127.0.0.1:", s.grpc_port), "--drain-ms", "0"},
+                               log);
   EXPECT_TRUE(p.ok()) << p.status();
   if (!p.ok()) return s;
   s.process = *std::move(p);
@@ -93,24 +91,6 @@ int PostStatus(int port, const std::string& user) {
   return r.ok() ? r->status : -1;
 }
 
-// Asks over gRPC, as Envoy does: 200 for OK, 429 for OVER_LIMIT, -1 on a gRPC error.
-int GrpcStatus(int port, const std::string& user) {
-  auto stub = envoy::service::ratelimit::v3::RateLimitService::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
-  envoy::service::ratelimit::v3::RateLimitRequest request;
-  request.set_domain("topo");
-  auto* entry = request.add_descriptors()->add_entries();
-  entry->set_key("user");
-  entry->set_value(user);
-  envoy::service::ratelimit::v3::RateLimitResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  if (!stub->ShouldRateLimit(&context, request, &response).ok()) return -1;
-  return response.overall_code() == envoy::service::ratelimit::v3::RateLimitResponse::OVER_LIMIT
-             ? 429
-             : 200;
-}
-
 int64_t KeysOn(RedisServer& server) {
   absl::StatusOr<std::string> n = server.Command({"DBSIZE"});
   return n.ok() ? std::stoll(*n) : -1;
@@ -131,7 +111,9 @@ TEST(SluicedTopologyE2e, TwoInstancesShareEachLimitOnACluster) {
     const std::string user = absl::StrCat("user-", u);
     int admitted = 0;
     for (int i = 0; i < 3 * kLimit; ++i) {
-      const int status = i % 2 == 0 ? PostStatus(a.http_port, user) : GrpcStatus(b.grpc_port, user);
+      const int status = i % 2 == 0
+                             ? PostStatus(a.http_port, user)
+                             : testing::GrpcDecisionStatus(b.grpc_port, "topo", "user", user);
       ASSERT_TRUE(status == 200 || status == 429) << user << ": " << status;
       admitted += status == 200 ? 1 : 0;
     }
