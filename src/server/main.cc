@@ -96,6 +96,7 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
   }
   app.add_option("--grpc-max-in-flight", s.grpc_max_in_flight,
                  "Decisions in flight beyond which gRPC calls get RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(size_t{1}, size_t{100'000'000}))
       ->capture_default_str();
   app.add_option("--drain-ms", s.drain_ms, "After SIGTERM, fail health checks this long")
       ->capture_default_str();

@@ -86,8 +86,8 @@ struct ServerSettings {
   // (raised) file descriptor limit, at most 10,000 (FdBudget()).
   size_t http_max_connections = 0;
   size_t grpc_max_connections = 0;
-  // gRPC decisions waiting for the store beyond which calls get RESOURCE_EXHAUSTED at once (the
-  // default is GrpcServerOptions'); 0: no bound.
+  // gRPC decisions waiting for the store beyond which calls get RESOURCE_EXHAUSTED at once; at
+  // least 1 (0 would refuse every call). The default is GrpcServerOptions' own.
   size_t grpc_max_in_flight = 10'000;
   // gRPC: a connection lives this long (+-10%), then gets this grace (0: unlimited).
   std::chrono::milliseconds grpc_max_connection_age{0};

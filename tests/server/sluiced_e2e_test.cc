@@ -211,5 +211,14 @@ TEST(SluicedE2e, RefusesAnUnknownLogLevel) {
   EXPECT_THAT(run->second, HasSubstr("log-level"));
 }
 
+// A bound of 0 decisions in flight would refuse every gRPC call; it is refused at start instead.
+TEST(SluicedE2e, RefusesAZeroGrpcInFlightBound) {
+  auto run =
+      RunToExit({SLUICED_PATH, "--config", "/nonexistent", "--grpc-max-in-flight", "0"}, 30'000);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_NE(run->first, 0);
+  EXPECT_THAT(run->second, HasSubstr("grpc-max-in-flight"));
+}
+
 }  // namespace
 }  // namespace sluice::testing
