@@ -22,7 +22,7 @@ TSAN_TESTS=(
   sentinel_client_test rate_limit_service_test rate_limit_service_async_test
   rate_limit_service_redis_test http_api_test metrics_test config_reloader_test
   health_test http_server_test
-  middleware_test middleware_failure_test beast_test
+  middleware_test middleware_failure_test beast_test beast_server_test
 )
 # Untrusted bytes are parsed here: URLs, RESP, config, /json, keys, client addresses; and the
 # replayed fuzz corpora.

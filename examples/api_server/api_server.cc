@@ -2,36 +2,25 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <exception>
 #include <optional>
 #include <string_view>
-#include <thread>
-#include <vector>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "sluice/http/accept_backoff.h"
 #include "sluice/http/beast.h"
-
+#include "sluice/http/beast_server.h"
 
 namespace sluice::examples {
 namespace {
 
-namespace beast = boost::beast;
-namespace bhttp = beast::http;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
-using Request = bhttp::request<bhttp::string_body>;
-using Response = bhttp::response<bhttp::string_body>;
+namespace bhttp = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+using Request = http::BeastServer::Request;
+using Response = http::BeastServer::Response;
 
 // Request header bytes (request line and fields) and body bytes a request may have.
 constexpr uint32_t kMaxHeaderBytes = 8 * 1024;
@@ -64,10 +53,9 @@ Response Route(const Request& req) {
       path.size() > kOrders.size() && path.find('/', kOrders.size()) == std::string_view::npos) {
     const std::string_view id = path.substr(kOrders.size());
     if (id.find_first_not_of("0123456789") == std::string_view::npos) {
-      return Json(
-          req, bhttp::status::ok,
-          absl::StrCat(R"({"id":)", absl::string_view(id.data(), id.size()),
-                       R"(,"status":"shipped"})"));
+      return Json(req, bhttp::status::ok,
+                  absl::StrCat(R"({"id":)", absl::string_view(id.data(), id.size()),
+                               R"(,"status":"shipped"})"));
     }
   }
   if (req.method() == bhttp::verb::post && path == "/api/orders") {
@@ -77,85 +65,24 @@ Response Route(const Request& req) {
   return Json(req, bhttp::status::not_found, R"({"error":"not found"})");
 }
 
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(tcp::socket socket, http::Middleware* middleware)
-      : stream_(std::move(socket)), middleware_(middleware) {
-    beast::error_code ec;
-    peer_ = stream_.socket().remote_endpoint(ec);
-  }
-
-  void Run() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
-  }
-
- private:
-  void Read() {
-    parser_.emplace();
-    parser_->header_limit(kMaxHeaderBytes);
-    parser_->body_limit(kMaxBodyBytes);
-    stream_.expires_after(std::chrono::seconds(30));
-    bhttp::async_read(
-        stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
-          if (ec == bhttp::error::header_limit) {
-            return self->RefuseTooLarge(bhttp::status::request_header_fields_too_large,
-                                        R"({"error":"request header fields too large"})");
-          }
-          if (ec == bhttp::error::body_limit) {
-            return self->RefuseTooLarge(bhttp::status::payload_too_large,
-                                        R"({"error":"request body too large"})");
-          }
-          if (ec) return self->Close();
-          self->req_ = self->parser_->release();
-          self->OnRequest();
-        });
-  }
-
-  // Answers a request that broke a size limit, then closes: the rest of it is still unread, so
-  // the connection cannot carry another request.
-  void RefuseTooLarge(bhttp::status status, std::string body) {
-    Request head;  // HTTP/1.1, not keep-alive.
-    head.keep_alive(false);
-    Write(Json(head, status, std::move(body)));
-  }
-
-  void OnRequest() {
-    if (middleware_ == nullptr) return Write(Route(req_));
-    http::CheckBeastRequest(
-        *middleware_, stream_.get_executor(), req_, peer_,
-        [self = shared_from_this()](const http::Verdict& verdict) { self->OnVerdict(verdict); });
-  }
-
-  void OnVerdict(const http::Verdict& verdict) {
-    if (!verdict.passed()) {
-      return Write(http::MakeRejection(verdict, req_.version(), req_.keep_alive()));
-    }
-    Response res = Route(req_);
-    http::ApplyVerdictHeaders(verdict, res);
-    Write(std::move(res));
-  }
-
-  void Write(Response res) {
-    res_ = std::move(res);
-    bhttp::async_write(stream_, res_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (ec || !self->res_.keep_alive()) return self->Close();
-      self->Read();
-    });
-  }
-
-  void Close() {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-  }
-
-  beast::tcp_stream stream_;
-  http::Middleware* middleware_;
-  tcp::endpoint peer_;
-  beast::flat_buffer buffer_;
-  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
-  Request req_;
-  Response res_;
-};
+// Serves one request: the middleware decides first (asynchronously: the verdict comes back on the
+// connection's thread), then the application answers, with the verdict's RateLimit headers.
+void Serve(http::Middleware* middleware, Request& req, const tcp::endpoint& peer,
+           http::BeastServer::Responder respond) {
+  if (middleware == nullptr) return std::move(respond)(Route(req));
+  const http::BeastServer::Executor executor = respond.executor();
+  // `req` stays valid until `respond` is called.
+  http::CheckBeastRequest(
+      *middleware, executor, req, peer,
+      [&req, respond = std::move(respond)](const http::Verdict& verdict) mutable {
+        if (!verdict.passed()) {
+          return std::move(respond)(http::MakeRejection(verdict, req.version(), req.keep_alive()));
+        }
+        Response res = Route(req);
+        http::ApplyVerdictHeaders(verdict, res);
+        std::move(respond)(std::move(res));
+      });
+}
 
 }  // namespace
 
@@ -172,90 +99,30 @@ std::optional<http::Principal> ToyAuthenticate(const http::RequestView& request)
 }
 
 struct ApiServer::Impl {
-  explicit Impl(ApiServerOptions o)
-      : options(std::move(o)),
-        ioc(std::max(1, options.threads)),
-        acceptor(ioc),
-        accept_timer(ioc) {}
+  explicit Impl(ApiServerOptions options)
+      : server(http::BeastServerOptions{.name = "api_server",
+                                        .address = std::move(options.address),
+                                        .port = options.port,
+                                        .threads = std::max(1, options.threads),
+                                        .max_header_bytes = kMaxHeaderBytes,
+                                        .max_body_bytes = kMaxBodyBytes},
+               [middleware = options.middleware](Request& req, const tcp::endpoint& peer,
+                                                 http::BeastServer::Responder respond) {
+                 Serve(middleware, req, peer, std::move(respond));
+               }) {}
 
-  void Accept() {
-    acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
-      if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-      // Out of descriptors, accepting again at once would spin (accept_backoff.h): wait first.
-      if (const std::chrono::milliseconds wait = backoff.After(ec); wait.count() > 0) {
-        accept_timer.expires_after(wait);
-        accept_timer.async_wait([this](beast::error_code timer_ec) {
-          if (!timer_ec && acceptor.is_open()) Accept();
-        });
-        return;
-      }
-      if (!ec) {
-        socket.set_option(tcp::no_delay(true), ec);
-        std::make_shared<Session>(std::move(socket), options.middleware)->Run();
-      }
-      Accept();
-    });
-  }
-
-  ApiServerOptions options;
-  net::io_context ioc;
-  tcp::acceptor acceptor;
-  net::steady_timer accept_timer;
-  http::AcceptBackoff backoff;
-  std::vector<std::thread> threads;
-  uint16_t bound_port = 0;
+  http::BeastServer server;
 };
 
 ApiServer::ApiServer(ApiServerOptions options)
     : impl_(std::make_unique<Impl>(std::move(options))) {}
 
-ApiServer::~ApiServer() {
-  // Stop() throws only when an I/O thread cannot be joined (std::system_error) or memory runs out,
-  // which leaves no state to carry on from: end the process as the exception escaping this
-  // destructor would have (the terminate handler still reports it).
-  try {
-    Stop();
-  } catch (...) {
-    std::terminate();
-  }
-}
+ApiServer::~ApiServer() = default;
 
-absl::Status ApiServer::Start() {
-  beast::error_code ec;
-  const net::ip::address address = net::ip::make_address(impl_->options.address, ec);
-  if (ec) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid address '", impl_->options.address, "'"));
-  }
-  const tcp::endpoint endpoint(address, impl_->options.port);
-  impl_->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) impl_->acceptor.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) impl_->acceptor.bind(endpoint, ec);
-  if (!ec) impl_->acceptor.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", impl_->options.address, ":",
-                                               impl_->options.port, ": ", ec.message()));
-  }
-  impl_->bound_port = impl_->acceptor.local_endpoint().port();
-  impl_->Accept();
-  for (int i = 0; i < std::max(1, impl_->options.threads); ++i) {
-    impl_->threads.emplace_back([this] { impl_->ioc.run(); });
-  }
-  return absl::OkStatus();
-}
+absl::Status ApiServer::Start() { return impl_->server.Start(); }
 
-void ApiServer::Stop() {
-  if (impl_->threads.empty()) return;
-  net::post(impl_->ioc, [this] {
-    beast::error_code ignored;
-    impl_->acceptor.close(ignored);
-    impl_->accept_timer.cancel();
-  });
-  impl_->ioc.stop();
-  for (std::thread& t : impl_->threads) t.join();
-  impl_->threads.clear();
-}
+void ApiServer::Stop() { impl_->server.Stop(); }
 
-uint16_t ApiServer::port() const { return impl_->bound_port; }
+uint16_t ApiServer::port() const { return impl_->server.port(); }
 
 }  // namespace sluice::examples

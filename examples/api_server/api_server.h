@@ -1,10 +1,10 @@
-// ApiServer: a small asynchronous Boost.Beast HTTP API with the sluice middleware in front of its
-// routes, the example of docs/middleware.md.
+// ApiServer: a small asynchronous HTTP API on sluice's Beast server (sluice/http/beast_server.h)
+// with the sluice middleware in front of its routes, the example of docs/middleware.md.
 //
 // Routes: GET /api/items, GET /api/orders/{id}, POST /api/orders, GET /healthz (not limited).
 // Toy authentication: "Authorization: Bearer <user>:<tier>" identifies <user> in <tier>; anything
 // else is anonymous. Each request is decided asynchronously, so an I/O thread never waits for
-// Redis; the verdict comes back on the connection's strand.
+// Redis; the verdict comes back on the connection's thread.
 //
 // Thread safety: Start() and Stop() from one thread; requests are served on the I/O threads.
 #ifndef SLUICE_EXAMPLES_API_SERVER_API_SERVER_H_

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -28,6 +29,7 @@
 
 #include "sluice/clock.h"
 
+#include "src/http/tcp_listener.h"
 #include "src/util/log_throttle.h"
 
 namespace sluice::server {
@@ -204,7 +206,7 @@ struct GrpcServer::Impl {
   std::unique_ptr<grpc::Server> server;
   // When sluiced accepts the connections itself.
   boost::asio::io_context listener_context{1};
-  std::unique_ptr<TcpListener> listener;
+  std::unique_ptr<http::internal::TcpListener> listener;
   HandedConnections handed;  // On the listener's thread.
   std::thread listener_thread;
 };
@@ -244,14 +246,16 @@ absl::Status GrpcServer::Start() {
   const std::optional<std::pair<std::string, uint16_t>> own = OwnListenAddress(options_);
   if (own.has_value()) {
     Impl& impl = *impl_;
-    impl.listener = std::make_unique<TcpListener>(
+    impl.listener = std::make_unique<http::internal::TcpListener>(
         impl.listener_context,
-        TcpListenerOptions{.name = "grpc",
-                           .address = own->first,
-                           .port = own->second,
-                           .max_connections = options_.max_connections},
+        http::internal::TcpListenerOptions{
+            .name = "grpc",
+            .address = own->first,
+            .port = own->second,
+            .max_connections = options_.max_connections,
+            .log = [](std::string_view line) { spdlog::warn(line); }},
         [&impl]() -> boost::asio::io_context& { return impl.listener_context; },
-        [&impl](TcpListener::Socket socket) {
+        [&impl](http::internal::TcpListener::Socket socket) {
           boost::system::error_code ignored;
           socket.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
           const int fd = socket.release(ignored);
@@ -321,10 +325,11 @@ absl::Status GrpcServer::ListenerHealth() const {
 
 GrpcServerStats GrpcServer::Stats() const {
   if (impl_ == nullptr) return {};
-  return {.in_flight = impl_->callback_service.in_flight(),
-          .rejected_in_flight = impl_->callback_service.rejected_in_flight(),
-          .unparsable_requests = impl_->callback_service.unparsable(),
-          .listener = impl_->listener != nullptr ? impl_->listener->Stats() : TcpListenerStats{}};
+  return {
+      .in_flight = impl_->callback_service.in_flight(),
+      .rejected_in_flight = impl_->callback_service.rejected_in_flight(),
+      .unparsable_requests = impl_->callback_service.unparsable(),
+      .listener = impl_->listener != nullptr ? impl_->listener->Stats() : http::ListenerStats{}};
 }
 
 void GrpcServer::Stop() {

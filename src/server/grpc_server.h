@@ -33,8 +33,9 @@
 
 #include "absl/status/status.h"
 
+#include "sluice/http/accept_backoff.h"
+
 #include "src/server/rate_limit_service.h"
-#include "src/server/tcp_listener.h"
 
 namespace sluice::server {
 
@@ -74,7 +75,7 @@ struct GrpcServerStats {
   // Calls whose bytes were not a RateLimitRequest.
   uint64_t unparsable_requests = 0;
   // The listener's counters, when sluiced accepts the connections itself; else zeros.
-  TcpListenerStats listener{};
+  http::ListenerStats listener{};
 };
 
 class GrpcServer {

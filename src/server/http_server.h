@@ -1,10 +1,10 @@
-// HttpServer: a small asynchronous HTTP/1.1 server on Boost.Beast, for sluiced's JSON API,
-// health check and metrics.
+// HttpServer: sluiced's HTTP server for its JSON API, health check and metrics, on the one Beast
+// server of the project (sluice/http/beast_server.h), with requests and answers as plain structs.
 //
 // Each connection is read with a size limit and an idle timeout (headers over 16 KiB get 431, a
-// body over `max_body_bytes` 413); the handler answers each request
-// exactly once through its `Respond` callback, from any thread, which lets the handler wait on an
-// asynchronous store without blocking an I/O thread. Keep-alive is honoured.
+// body over `max_body_bytes` 413); the handler answers each request exactly once through its
+// `Respond` callback, from any thread, which lets the handler wait on an asynchronous store
+// without blocking an I/O thread. Keep-alive is honoured. Every answer says "Server: sluiced".
 //
 // Example:
 //   HttpServer server({.address = "127.0.0.1", .port = 8080},
@@ -29,7 +29,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 
-#include "src/server/tcp_listener.h"
+#include "sluice/http/accept_backoff.h"
 
 namespace sluice::server {
 
@@ -57,8 +57,9 @@ struct HttpServerOptions {
   size_t max_body_bytes = size_t{64} * 1024;
   // A connection idle this long is closed. Default: 30 s.
   std::chrono::seconds idle_timeout{30};
-  // Open connections beyond which new ones are closed at once and counted (tcp_listener.h).
-  // Default: 10,000; sluiced derives its default from the descriptor limit (fd_limit.h).
+  // Open connections beyond which new ones are closed at once and counted
+  // (sluice/http/beast_server.h). Default: 10,000; sluiced derives its default from the descriptor
+  // limit (fd_limit.h).
   size_t max_connections = 10'000;
 };
 
@@ -88,11 +89,11 @@ class HttpServer {
   // HttpServer::ListenerHealth()
   //
   // OK while the listener accepts connections; Unavailable when it stopped for good, is not
-  // started, or has been out of descriptors for 5 s (TcpListener::Health()). Thread-safe.
+  // started, or has been out of descriptors for 5 s (BeastServer::ListenerHealth()). Thread-safe.
   absl::Status ListenerHealth() const;
 
   // Accept counters (connections accepted, closed over the cap, failed accepts). Thread-safe.
-  TcpListenerStats ListenerStats() const;
+  http::ListenerStats ListenerStats() const;
 
   // Connections open now. Thread-safe.
   size_t open_connections() const;

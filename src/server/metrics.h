@@ -78,7 +78,7 @@ struct StoreState {
   std::optional<MemoryStoreStats> memory{};
 };
 
-// One listener's counters (TcpListenerStats), named as sluiced names the listener.
+// One listener's counters (http::ListenerStats), named as sluiced names the listener.
 struct ListenerState {
   std::string name{};  // "http", "grpc", "debug", "prometheus"
   uint64_t accepted = 0;

@@ -299,7 +299,7 @@ int RunServer(const ServerSettings& settings) {
                       .grpc_rejected_in_flight = g.rejected_in_flight,
                       .grpc_unparsable_requests = g.unparsable_requests};
     for (size_t i = 0; i < http_servers.size(); ++i) {
-      const TcpListenerStats l = http_servers[i]->ListenerStats();
+      const http::ListenerStats l = http_servers[i]->ListenerStats();
       state.listeners.push_back({.name = http_names[i],
                                  .accepted = l.accepted,
                                  .rejected_over_cap = l.rejected_over_cap,

@@ -20,6 +20,7 @@
 
 #include "sluice/http/accept_backoff.h"
 #include "sluice/http/beast.h"
+#include "sluice/http/beast_server.h"
 #include "sluice/http/client_ip.h"
 #include "sluice/http/middleware.h"
 #include "sluice/http/middleware_config.h"
@@ -67,7 +68,7 @@ class Listener {
   std::vector<tcp::socket> sessions_;
 };
 
-// A Beast session as examples/api_server has one, for beast.h's example.
+// A Beast session of an application's own, for beast.h's example.
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(Middleware& middleware, beast::tcp_stream stream)
@@ -102,6 +103,33 @@ class Session : public std::enable_shared_from_this<Session> {
   boost::asio::ip::tcp::endpoint peer_;
   Response last_;
 };
+
+// An application's routes, for beast_server.h's example.
+BeastServer::Response Route(const BeastServer::Request& req) {
+  return BeastServer::Response(beast::http::status::ok, req.version());
+}
+
+absl::Status BeastServerExample(Middleware& middleware) {
+  // [include/sluice/http/beast_server.h]
+  BeastServer server({.port = 8080}, [&middleware](BeastServer::Request& req,
+                                                   const boost::asio::ip::tcp::endpoint& peer,
+                                                   BeastServer::Responder respond) {
+    const BeastServer::Executor executor = respond.executor();
+    CheckBeastRequest(
+        middleware, executor, req, peer,
+        [&req, respond = std::move(respond)](const Verdict& verdict) mutable {
+          if (!verdict.passed()) {
+            return std::move(respond)(MakeRejection(verdict, req.version(), req.keep_alive()));
+          }
+          BeastServer::Response res = Route(req);
+          ApplyVerdictHeaders(verdict, res);
+          std::move(respond)(std::move(res));
+        });
+  });
+  SLUICE_RETURN_IF_ERROR(server.Start());
+  // [include/sluice/http/beast_server.h]
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::optional<IpAddress>> ClientIpExample(const RequestView& view) {
   // [include/sluice/http/client_ip.h]

@@ -1,4 +1,6 @@
 // A blocking HTTP/1.1 client for end-to-end tests (one request per connection).
+// HttpExchange() sends a Beast request and returns the whole answer; HttpRequest() and its
+// shorthands return status and body.
 //
 // Example:
 //   absl::StatusOr<HttpResult> r = HttpPost(port, "/json", body);
@@ -8,7 +10,9 @@
 #define SLUICE_TESTS_TESTING_HTTP_CLIENT_H_
 
 #include <chrono>
+#include <exception>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include <boost/asio/connect.hpp>
@@ -24,9 +28,11 @@ struct HttpResult {
   std::string body{};
 };
 
-inline absl::StatusOr<HttpResult> HttpRequest(int port, const std::string& method,
-                                              const std::string& target,
-                                              const std::string& body = "") {
+using BeastRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using BeastResponse = boost::beast::http::response<boost::beast::http::string_body>;
+
+// Sends `req` (its payload prepared here) and returns the whole answer, headers included.
+inline absl::StatusOr<BeastResponse> HttpExchange(int port, BeastRequest req) {
   namespace beast = boost::beast;
   namespace http = beast::http;
   namespace net = boost::asio;
@@ -36,21 +42,30 @@ inline absl::StatusOr<HttpResult> HttpRequest(int port, const std::string& metho
     stream.expires_after(std::chrono::seconds(10));
     stream.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"),
                                           static_cast<unsigned short>(port)));
-    http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    req.set(http::field::content_type, "application/json");
-    req.body() = body;
     req.prepare_payload();
     http::write(stream, req);
     beast::flat_buffer buffer;
-    http::response<http::string_body> res;
+    BeastResponse res;
     http::read(stream, buffer, res);
     beast::error_code ignored;
     stream.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
-    return HttpResult{.status = static_cast<int>(res.result_int()), .body = res.body()};
+    return res;
   } catch (const std::exception& e) {
     return absl::UnavailableError(e.what());
   }
+}
+
+inline absl::StatusOr<HttpResult> HttpRequest(int port, const std::string& method,
+                                              const std::string& target,
+                                              const std::string& body = "") {
+  namespace http = boost::beast::http;
+  BeastRequest req{http::string_to_verb(method), target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::content_type, "application/json");
+  req.body() = body;
+  absl::StatusOr<BeastResponse> res = HttpExchange(port, std::move(req));
+  if (!res.ok()) return res.status();
+  return HttpResult{.status = static_cast<int>(res->result_int()), .body = res->body()};
 }
 
 inline absl::StatusOr<HttpResult> HttpPost(int port, const std::string& target,

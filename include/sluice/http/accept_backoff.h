@@ -9,7 +9,7 @@
 // (ECONNABORTED: the client gave up while queued) concern one connection only and are retried at
 // once.
 //
-// Example (Boost.Asio; sluiced's HTTP server and examples/api_server accept this way):
+// Example (Boost.Asio; the accept loop under BeastServer and sluiced's gRPC listener):
 //   acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
 //     if (ec == boost::asio::error::operation_aborted) return;
 //     if (const std::chrono::milliseconds wait = backoff_.After(ec); wait.count() > 0) {
@@ -33,6 +33,16 @@
 #include <boost/system/error_code.hpp>
 
 namespace sluice::http {
+
+// The counters of an accept loop (BeastServer, and sluiced's gRPC listener).
+struct ListenerStats {
+  // Connections handed to the server.
+  uint64_t accepted = 0;
+  // Connections closed at once because the cap of open connections was reached.
+  uint64_t rejected_over_cap = 0;
+  // Accepts that failed for lack of descriptors or memory (each followed by a wait).
+  uint64_t accept_failures = 0;
+};
 
 class AcceptBackoff {
  public:

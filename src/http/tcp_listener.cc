@@ -1,12 +1,14 @@
-#include "src/server/tcp_listener.h"
+#include "src/http/tcp_listener.h"
 
 #include <cerrno>
+#include <cstdio>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "spdlog/spdlog.h"
+#include "absl/strings/string_view.h"
 
-namespace sluice::server {
+namespace sluice::http::internal {
 namespace {
 
 namespace net = boost::asio;
@@ -32,6 +34,21 @@ TcpListener::TcpListener(net::io_context& context, TcpListenerOptions options, N
       open_connections_(std::move(open_connections)),
       acceptor_(context),
       timer_(context) {}
+
+void TcpListener::Emit(std::string_view line) const {
+  if (options_.log) {
+    options_.log(line);
+    return;
+  }
+  std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+}
+
+void TcpListener::Log(std::string_view line) {
+  if (sluice::internal::LogPermit p = log_throttle_.Acquire(); p.log) {
+    Emit(absl::StrCat(absl::string_view(line.data(), line.size()),
+                      sluice::internal::SuppressedNote(p.suppressed)));
+  }
+}
 
 absl::Status TcpListener::Listen() {
   boost::system::error_code ec;
@@ -75,8 +92,8 @@ void TcpListener::OnAccepted(const boost::system::error_code& ec, Socket socket)
   if (IsFatal(ec)) {
     fatal_errno_.store(ec.value());
     listening_.store(false);
-    spdlog::error("{}: the listening socket failed ({}); no longer accepting connections",
-                  options_.name, ec.message());
+    Emit(absl::StrCat(options_.name, ": the listening socket failed (", ec.message(),
+                      "); no longer accepting connections"));
     return;
   }
   if (PauseAfter(ec)) return;
@@ -89,11 +106,9 @@ void TcpListener::OnAccepted(const boost::system::error_code& ec, Socket socket)
       const uint64_t rejected = rejected_over_cap_.fetch_add(1) + 1;
       boost::system::error_code ignored;
       socket.close(ignored);
-      if (internal::LogPermit p = log_.Acquire(); p.log) {
-        spdlog::warn("{}: {} connections open, the cap; closing new connections ({} so far){}",
-                     options_.name, options_.max_connections, rejected,
-                     internal::SuppressedNote(p.suppressed));
-      }
+      Log(absl::StrCat(options_.name, ": ", options_.max_connections,
+                       " connections open, the cap; closing new connections (", rejected,
+                       " so far)"));
     } else {
       accepted_.fetch_add(1);
       on_accept_(std::move(socket));
@@ -108,11 +123,8 @@ bool TcpListener::PauseAfter(const boost::system::error_code& ec) {
   accept_failures_.fetch_add(1);
   int64_t expected = 0;
   failing_since_us_.compare_exchange_strong(expected, NowMicros());
-  if (internal::LogPermit p = log_.Acquire(); p.log) {
-    spdlog::warn("{}: accept failed ({}); accepting again in {} ms ({} such failures){}",
-                 options_.name, ec.message(), wait.count(), backoff_.exhausted(),
-                 internal::SuppressedNote(p.suppressed));
-  }
+  Log(absl::StrCat(options_.name, ": accept failed (", ec.message(), "); accepting again in ",
+                   wait.count(), " ms (", backoff_.exhausted(), " such failures)"));
   timer_.expires_after(wait);
   timer_.async_wait([this](const boost::system::error_code& timer_ec) {
     if (!timer_ec && acceptor_.is_open()) Accept();
@@ -148,10 +160,10 @@ absl::Status TcpListener::Health() const {
   return absl::OkStatus();
 }
 
-TcpListenerStats TcpListener::Stats() const {
+ListenerStats TcpListener::Stats() const {
   return {.accepted = accepted_.load(),
           .rejected_over_cap = rejected_over_cap_.load(),
           .accept_failures = accept_failures_.load()};
 }
 
-}  // namespace sluice::server
+}  // namespace sluice::http::internal

@@ -1,5 +1,6 @@
-// TcpListener: the accept loop of sluiced's TCP listeners (HTTP, and gRPC over plain TCP), with
-// a connection cap, a backoff when descriptors run out, and a health answer.
+// TcpListener: the accept loop under BeastServer (sluice/http/beast_server.h) and sluiced's gRPC
+// listener over plain TCP, with a connection cap, a backoff when descriptors run out, and a health
+// answer. Internal to sluice: not an installed header.
 //
 // - Cap: when `max_connections` connections are open (as the owner counts them), a new one is
 //   accepted and closed at once, and counted; the client sees its connection closed instead of
@@ -8,7 +9,7 @@
 //   sluice/http/accept_backoff.h says instead of spinning, and accepts again by itself.
 // - A listening socket that fails for good (EBADF, EINVAL, ENOTSOCK, EFAULT: closed or shut down
 //   under us) stops the loop; Health() says so from then on.
-// Log lines (at most one a second per listener) name the listener ("http", "grpc").
+// Log lines (at most one a second per listener, to `log`) name the listener ("http", "grpc").
 //
 // Example:
 //   TcpListener listener(context, {.name = "http", .port = 8080, .max_connections = 1000},
@@ -19,8 +20,8 @@
 //
 // Thread safety: Listen() before the context runs; Close() on the context's thread (post it);
 // the callbacks run on the context's thread; Health(), Stats() and port() from any thread.
-#ifndef SLUICE_SERVER_TCP_LISTENER_H_
-#define SLUICE_SERVER_TCP_LISTENER_H_
+#ifndef SLUICE_HTTP_TCP_LISTENER_H_
+#define SLUICE_HTTP_TCP_LISTENER_H_
 
 #include <atomic>
 #include <chrono>
@@ -28,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include <boost/asio/io_context.hpp>
@@ -39,7 +41,7 @@
 
 #include "src/util/log_throttle.h"
 
-namespace sluice::server {
+namespace sluice::http::internal {
 
 struct TcpListenerOptions {
   // Names the listener in log lines and errors. Default: "tcp".
@@ -56,15 +58,8 @@ struct TcpListenerOptions {
   std::chrono::milliseconds unhealthy_after = std::chrono::seconds(5);
   // Time source for `unhealthy_after`. Not owned. Default (nullptr): Clock::Real().
   Clock* clock = nullptr;
-};
-
-struct TcpListenerStats {
-  // Connections handed to the owner.
-  uint64_t accepted = 0;
-  // Connections closed at once because `max_connections` were open.
-  uint64_t rejected_over_cap = 0;
-  // Accepts that failed for lack of descriptors or memory (each followed by a wait).
-  uint64_t accept_failures = 0;
+  // Receives warnings and errors. Default (empty): standard error.
+  std::function<void(std::string_view line)> log{};
 };
 
 class TcpListener {
@@ -101,7 +96,7 @@ class TcpListener {
   // or when accepts have failed for lack of descriptors for `unhealthy_after` without a success.
   absl::Status Health() const;
 
-  TcpListenerStats Stats() const;
+  ListenerStats Stats() const;
   uint16_t port() const { return port_.load(); }
 
  private:
@@ -110,6 +105,10 @@ class TcpListener {
   // Arranges the next accept after `wait`; returns false when `ec` needs no wait.
   bool PauseAfter(const boost::system::error_code& ec);
   int64_t NowMicros() const;
+  // Writes `line` to options_.log if a line is due (log_throttle_), with the count suppressed.
+  void Log(std::string_view line);
+  // Writes `line` to options_.log, unthrottled.
+  void Emit(std::string_view line) const;
 
   TcpListenerOptions options_;
   Clock& clock_;
@@ -118,8 +117,8 @@ class TcpListener {
   OpenConnections open_connections_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer timer_;
-  sluice::http::AcceptBackoff backoff_;
-  internal::LogThrottle log_;  // One line a second.
+  AcceptBackoff backoff_;
+  sluice::internal::LogThrottle log_throttle_;  // One line a second.
   std::atomic<uint16_t> port_{0};
   // Health, read from other threads.
   std::atomic<bool> listening_{false};
@@ -130,6 +129,6 @@ class TcpListener {
   std::atomic<uint64_t> accept_failures_{0};
 };
 
-}  // namespace sluice::server
+}  // namespace sluice::http::internal
 
-#endif  // SLUICE_SERVER_TCP_LISTENER_H_
+#endif  // SLUICE_HTTP_TCP_LISTENER_H_
