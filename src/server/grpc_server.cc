@@ -25,6 +25,7 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/server_posix.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "sluice/clock.h"
@@ -40,6 +41,24 @@ using envoy::service::ratelimit::v3::RateLimitResponse;
 
 grpc::Status ToGrpcStatus(const absl::Status& s) {
   return {static_cast<grpc::StatusCode>(s.code()), std::string(s.message())};
+}
+
+// The caller as gRPC names it ("ipv4:10.0.0.1:5000"), except that a connection sluiced accepted
+// and handed over by descriptor is named "fd:N" by gRPC: its address is then read from the socket,
+// which is open while one of its calls runs.
+std::string PeerOf(const grpc::CallbackServerContext& context) {
+  std::string peer = context.peer();
+  int fd = -1;
+  if (!peer.starts_with("fd:") || !absl::SimpleAtoi(absl::string_view(peer).substr(3), &fd)) {
+    return peer;
+  }
+  boost::asio::ip::tcp::endpoint endpoint;
+  socklen_t size = static_cast<socklen_t>(endpoint.capacity());
+  if (::getpeername(fd, endpoint.data(), &size) != 0) return peer;
+  endpoint.resize(size);
+  return absl::StrCat(endpoint.address().is_v4() ? "ipv4:" : "ipv6:[",
+                      endpoint.address().to_string(),
+                      endpoint.address().is_v4() ? ":" : "]:", endpoint.port());
 }
 
 // ShouldRateLimit registered raw: the request arrives as bytes and is parsed here, so bytes that
@@ -80,7 +99,7 @@ class CallbackService final
       unparsable_.fetch_add(1);
       if (internal::LogPermit p = parse_log_.Acquire(); p.log) {
         spdlog::warn("grpc: ShouldRateLimit from {}: {} bytes that are not a RateLimitRequest{}",
-                     context->peer(), size, internal::SuppressedNote(p.suppressed));
+                     PeerOf(*context), size, internal::SuppressedNote(p.suppressed));
       }
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                    "request is not a valid RateLimitRequest"));

@@ -104,7 +104,8 @@ class GrpcServerLimitsTest : public ::testing::Test {
 };
 
 // Verifies bytes that are not a RateLimitRequest (wire type 7 does not exist) are the caller's
-// error, counted, and logged once a second however many arrive; the next valid call is served.
+// error, counted, and logged once a second however many arrive, naming the caller's address (not
+// gRPC's "fd:N" for a connection sluiced accepted itself); the next valid call is served.
 TEST_F(GrpcServerLimitsTest, GarbageRequestIsInvalidArgument) {
   Start({});
   std::shared_ptr<grpc::Channel> channel = NewChannel(server_->port());
@@ -115,6 +116,7 @@ TEST_F(GrpcServerLimitsTest, GarbageRequestIsInvalidArgument) {
   }
   EXPECT_EQ(server_->Stats().unparsable_requests, 20u);
   EXPECT_EQ(logs.Count("not a RateLimitRequest"), 1);
+  EXPECT_EQ(logs.Count("ShouldRateLimit from ipv4:127.0.0.1:"), 1);
   EXPECT_TRUE(Call(channel).ok());
   EXPECT_EQ(server_->Stats().unparsable_requests, 20u);
 }
