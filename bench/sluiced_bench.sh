@@ -14,6 +14,11 @@
 # CSV row per run goes to $RESULTS_DIR/sluiced_bench-<UTC time>.csv (RESULTS_DIR defaults to
 # bench/results). Environment: SECONDS_PER_RUN (default 8), INFLIGHT (default 64),
 # SLUICED_FLAGS, SLUICE_PEER_BENCH (default ../shared/peer-bench).
+#
+# A/B mode: with BASELINE_SLUICED=<another sluiced binary>, only the four sluiced paths run, for
+# the baseline and this build's sluiced in turn (the order alternates), ROUNDS times (default 3),
+# and it prints each path's median sluiced CPU per decision for both and their ratio. The load
+# generator is this build's for both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
@@ -49,9 +54,9 @@ REDIS_PID=$!
 PIDS+=($REDIS_PID)
 for _ in $(seq 50); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-start_sluiced() {  # store -> sets HTTP_PORT GRPC_PORT SLUICED_PID
+start_sluiced() {  # store [binary] -> sets HTTP_PORT GRPC_PORT SLUICED_PID
   HTTP_PORT=$(free_port); GRPC_PORT=$(free_port)
-  "$SLUICED" --config bench/config --store "$1" --http "127.0.0.1:$HTTP_PORT" \
+  "${2:-$SLUICED}" --config bench/config --store "$1" --http "127.0.0.1:$HTTP_PORT" \
     --grpc "127.0.0.1:$GRPC_PORT" ${SLUICED_FLAGS:-} --log-level warn --drain-ms 0 >"$WORK/sluiced.log" 2>&1 &
   SLUICED_PID=$!
   PIDS+=($SLUICED_PID)
@@ -68,7 +73,8 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 cpu_per_decision() {
   python3 -c "print(f'{($(ticks "$1") - $2) * 1e6 / $CLK / max(1, $3):.1f}')"
 }
-# run_load STORE MODE PORT: one load run against the running sluiced, with the CPU split.
+# run_load STORE MODE PORT [WHAT]: one load run against the running sluiced, with the CPU split;
+# WHAT (default "sluiced") names the binary in the output and the CSV.
 run_load() {
   local s0 r0 out r n sluiced_us redis_us
   s0=$(ticks "$SLUICED_PID"); r0=$(ticks "$REDIS_PID")
@@ -78,12 +84,50 @@ run_load() {
   LAST_RATE=$r
   sluiced_us=$(cpu_per_decision "$SLUICED_PID" "$s0" "$n")
   redis_us=$(cpu_per_decision "$REDIS_PID" "$r0" "$n")
-  echo "sluiced     $1 $2: $out sluiced_cpu_us=$sluiced_us redis_cpu_us=$redis_us"
+  LAST_SLUICED_US=$sluiced_us
+  echo "${4:-sluiced}     $1 $2: $out sluiced_cpu_us=$sluiced_us redis_cpu_us=$redis_us"
   # The memory store's runs leave Redis idle: its figure is left out of the CSV.
   [ "$1" = memory ] && redis_us=
-  csv_row sluiced "$1" "$2" "$INFLIGHT" "$r" "$(json "$out" p50_us)" "$(json "$out" p99_us)" \
+  csv_row "${4:-sluiced}" "$1" "$2" "$INFLIGHT" "$r" "$(json "$out" p50_us)" "$(json "$out" p99_us)" \
     "$(json "$out" client_cpu_us_per_decision)" "$sluiced_us" "$redis_us"
 }
+
+if [ -n "${BASELINE_SLUICED:-}" ]; then
+  [ -x "$BASELINE_SLUICED" ] || { echo "BASELINE_SLUICED=$BASELINE_SLUICED is not executable"; exit 1; }
+  echo "# A/B: baseline $BASELINE_SLUICED, new $SLUICED; $(nproc) cores; $SECS s per run; $INFLIGHT in flight"
+  AB="$WORK/ab.txt"
+  for round in $(seq "${ROUNDS:-3}"); do
+    if [ $((round % 2)) -eq 1 ]; then order="baseline new"; else order="new baseline"; fi
+    for which in $order; do
+      bin=$SLUICED; [ "$which" = baseline ] && bin=$BASELINE_SLUICED
+      for store in memory "redis://127.0.0.1:$RPORT"; do
+        name=memory; [ "$store" = memory ] || name=redis
+        redis-cli -p "$RPORT" FLUSHALL >/dev/null
+        start_sluiced "$store" "$bin"
+        for mode in grpc http; do
+          port=$GRPC_PORT; [ "$mode" = http ] && port=$HTTP_PORT
+          run_load "$name" "$mode" "$port" "sluiced-$which"
+          echo "$which $name $mode $LAST_SLUICED_US" >>"$AB"
+        done
+        kill "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null || true
+      done
+    done
+  done
+  python3 - "$AB" <<'PY'
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+print("| path | baseline sluiced CPU us/decision (median) | new | new / baseline |")
+print("|---|---|---|---|")
+for store in ("memory", "redis"):
+    for mode in ("grpc", "http"):
+        med = {w: statistics.median(float(r[3]) for r in rows if r[:3] == [w, store, mode])
+               for w in ("baseline", "new")}
+        print(f"| {store} {mode} | {med['baseline']:.1f} | {med['new']:.1f} | "
+              f"{med['new'] / med['baseline']:.2f} |")
+PY
+  echo "# results: $CSV"
+  exit 0
+fi
 
 echo "# $(nproc) cores; redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'); $SECS s per run; $INFLIGHT in flight"
 redis-cli -p "$RPORT" FLUSHALL >/dev/null

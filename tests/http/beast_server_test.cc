@@ -240,9 +240,7 @@ TEST_F(BeastServerTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
 TEST_F(BeastServerTest, ListenerHealthNoticesADeadListener) {
   Start({});
   EXPECT_TRUE(server_->ListenerHealth().ok());
-  const int fd = testing::ListeningSocketFd(server_->port());
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::shutdown(fd, SHUT_RDWR), 0);
+  ASSERT_TRUE(testing::ShutDownListeningSocket(server_->port()));
   ASSERT_TRUE(testing::WaitFor([&] { return !server_->ListenerHealth().ok(); }, 10'000));
   EXPECT_NE(server_->ListenerHealth().message().find("http listener stopped accepting"),
             std::string::npos)

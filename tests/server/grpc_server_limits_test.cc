@@ -196,9 +196,7 @@ TEST_F(GrpcServerLimitsTest, IdleConnectionIsClosed) {
 TEST_F(GrpcServerLimitsTest, ListenerHealthNoticesADeadListener) {
   Start({});
   EXPECT_TRUE(server_->ListenerHealth().ok());
-  const int fd = testing::ListeningSocketFd(server_->port());
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::shutdown(fd, SHUT_RDWR), 0);
+  ASSERT_TRUE(testing::ShutDownListeningSocket(server_->port()));
   ASSERT_TRUE(testing::WaitFor([&] { return !server_->ListenerHealth().ok(); }, 10'000));
   EXPECT_TRUE(absl::IsUnavailable(server_->ListenerHealth())) << server_->ListenerHealth();
   server_->Stop();

@@ -124,6 +124,15 @@ inline int ListeningSocketFd(int port) {
   return -1;
 }
 
+// ShutDownListeningSocket()
+//
+// Shuts down this process's listening socket on `port` under its server (Linux wakes a pending
+// accept with EINVAL), as a socket that fails for good would; false when there is none.
+inline bool ShutDownListeningSocket(int port) {
+  const int fd = ListeningSocketFd(port);
+  return fd >= 0 && ::shutdown(fd, SHUT_RDWR) == 0;
+}
+
 }  // namespace sluice::testing
 
 #endif  // SLUICE_TESTS_TESTING_IDLE_CONNECTIONS_H_
