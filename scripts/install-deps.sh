@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config git curl ca-certificates
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libhiredis-dev libssl-dev
+  libhiredis-dev libssl-dev libnghttp2-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
