@@ -13,6 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
@@ -31,6 +34,7 @@
 #include "sluice/clock.h"
 
 #include "src/http/tcp_listener.h"
+#include "src/server/h2/grpc_h2_server.h"
 #include "src/util/log_throttle.h"
 
 namespace sluice::server {
@@ -61,20 +65,18 @@ std::string PeerOf(const grpc::CallbackServerContext& context) {
                       endpoint.address().is_v4() ? ":" : "]:", endpoint.port());
 }
 
-// ShouldRateLimit registered raw: the request arrives as bytes and is parsed here, so bytes that
-// are not a RateLimitRequest are the caller's error (INVALID_ARGUMENT); gRPC 1.51's generated
-// handler answers a failed parse UNIMPLEMENTED, with no message.
-class CallbackService final
-    : public envoy::service::ratelimit::v3::RateLimitService::WithRawCallbackMethod_ShouldRateLimit<
-          envoy::service::ratelimit::v3::RateLimitService::Service> {
+// What both engines do with one ShouldRateLimit call: the in-flight bound, the parse, the service.
+class ShouldRateLimitCalls {
  public:
-  CallbackService(RateLimitService& service, size_t max_in_flight)
+  using Done = absl::AnyInvocable<void(absl::StatusOr<RateLimitResponse>) &&>;
+
+  ShouldRateLimitCalls(RateLimitService& service, size_t max_in_flight)
       : service_(service), max_in_flight_(max_in_flight) {}
 
-  grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context,
-                                            const grpc::ByteBuffer* request_bytes,
-                                            grpc::ByteBuffer* response_bytes) override {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // `parse` fills the request from the call's `size` bytes and says whether they were one;
+  // `peer` names the caller in the log line about bytes that were not.
+  void Call(absl::FunctionRef<bool(RateLimitRequest&)> parse, size_t size,
+            absl::FunctionRef<std::string()> peer, Done done) {
     // Counted before anything else, so that the bound holds however many calls arrive at once.
     if (in_flight_.fetch_add(1) >= max_in_flight_) {
       in_flight_.fetch_sub(1);
@@ -85,38 +87,26 @@ class CallbackService final
             "far){}",
             max_in_flight_, rejected, internal::SuppressedNote(p.suppressed));
       }
-      reactor->Finish(grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
+      std::move(done)(absl::ResourceExhaustedError(
           absl::StrCat("sluiced: ", max_in_flight_, " decisions in flight; try again")));
-      return reactor;
+      return;
     }
     RateLimitRequest request;
-    // Deserialize() consumes its buffer; a copy shares the slices.
-    grpc::ByteBuffer copy(*request_bytes);
-    const size_t size = copy.Length();
-    if (!grpc::SerializationTraits<RateLimitRequest>::Deserialize(&copy, &request).ok()) {
+    if (!parse(request)) {
       in_flight_.fetch_sub(1);
       unparsable_.fetch_add(1);
       if (internal::LogPermit p = parse_log_.Acquire(); p.log) {
         spdlog::warn("grpc: ShouldRateLimit from {}: {} bytes that are not a RateLimitRequest{}",
-                     PeerOf(*context), size, internal::SuppressedNote(p.suppressed));
+                     peer(), size, internal::SuppressedNote(p.suppressed));
       }
-      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                   "request is not a valid RateLimitRequest"));
-      return reactor;
+      std::move(done)(absl::InvalidArgumentError("request is not a valid RateLimitRequest"));
+      return;
     }
     service_.ShouldRateLimit(
-        request, [this, reactor, response_bytes](absl::StatusOr<RateLimitResponse> result) mutable {
+        request, [this, done = std::move(done)](absl::StatusOr<RateLimitResponse> result) mutable {
           in_flight_.fetch_sub(1);
-          if (!result.ok()) {
-            reactor->Finish(ToGrpcStatus(result.status()));
-            return;
-          }
-          bool own_buffer = false;
-          reactor->Finish(grpc::SerializationTraits<RateLimitResponse>::Serialize(
-              *result, response_bytes, &own_buffer));
+          std::move(done)(std::move(result));
         });
-    return reactor;
   }
 
   size_t in_flight() const { return in_flight_.load(); }
@@ -131,6 +121,42 @@ class CallbackService final
   std::atomic<uint64_t> unparsable_{0};
   internal::LogThrottle flood_log_;  // One line a second each.
   internal::LogThrottle parse_log_;
+};
+
+// ShouldRateLimit registered raw: the request arrives as bytes and is parsed here, so bytes that
+// are not a RateLimitRequest are the caller's error (INVALID_ARGUMENT); gRPC 1.51's generated
+// handler answers a failed parse UNIMPLEMENTED, with no message.
+class CallbackService final
+    : public envoy::service::ratelimit::v3::RateLimitService::WithRawCallbackMethod_ShouldRateLimit<
+          envoy::service::ratelimit::v3::RateLimitService::Service> {
+ public:
+  explicit CallbackService(ShouldRateLimitCalls& calls) : calls_(calls) {}
+
+  grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context,
+                                            const grpc::ByteBuffer* request_bytes,
+                                            grpc::ByteBuffer* response_bytes) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    // Deserialize() consumes its buffer; a copy shares the slices.
+    grpc::ByteBuffer copy(*request_bytes);
+    calls_.Call(
+        [&copy](RateLimitRequest& request) {
+          return grpc::SerializationTraits<RateLimitRequest>::Deserialize(&copy, &request).ok();
+        },
+        copy.Length(), [context] { return PeerOf(*context); },
+        [reactor, response_bytes](absl::StatusOr<RateLimitResponse> result) {
+          if (!result.ok()) {
+            reactor->Finish(ToGrpcStatus(result.status()));
+            return;
+          }
+          bool own_buffer = false;
+          reactor->Finish(grpc::SerializationTraits<RateLimitResponse>::Serialize(
+              *result, response_bytes, &own_buffer));
+        });
+    return reactor;
+  }
+
+ private:
+  ShouldRateLimitCalls& calls_;
 };
 
 // Connections sluiced accepted and handed to gRPC, which closes them without telling: each is
@@ -220,8 +246,11 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const GrpcS
 
 struct GrpcServer::Impl {
   Impl(RateLimitService& service, size_t max_in_flight)
-      : callback_service(service, max_in_flight) {}
+      : calls(service, max_in_flight), callback_service(calls) {}
+  ShouldRateLimitCalls calls;
   CallbackService callback_service;
+  // --grpc-engine nghttp2: it serves instead of `server`.
+  std::unique_ptr<h2::GrpcH2Server> h2;
   std::unique_ptr<grpc::Server> server;
   // When sluiced accepts the connections itself.
   boost::asio::io_context listener_context{1};
@@ -256,6 +285,7 @@ int ClampToInt(std::chrono::milliseconds d) {
 }  // namespace
 
 absl::Status GrpcServer::Start() {
+  if (options_.engine == GrpcEngine::kNghttp2) return StartNghttp2();
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options_);
   if (!credentials.ok()) return credentials.status();
   impl_ = std::make_unique<Impl>(service_, options_.max_in_flight);
@@ -326,7 +356,55 @@ absl::Status GrpcServer::Start() {
   return absl::OkStatus();
 }
 
+absl::Status GrpcServer::StartNghttp2() {
+  const std::optional<std::pair<std::string, uint16_t>> own = OwnListenAddress(options_);
+  if (!own.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "grpc: the nghttp2 engine serves plain TCP on an IP literal (\"127.0.0.1:8081\", "
+        "\"[::]:8081\") only, not ",
+        options_.tls_cert_file.empty() ? "" : "TLS on ", "\"", options_.address,
+        "\"; use --grpc-engine grpc"));
+  }
+  impl_ = std::make_unique<Impl>(service_, options_.max_in_flight);
+  ShouldRateLimitCalls& calls = impl_->calls;
+  absl::flat_hash_map<std::string, h2::UnaryMethod> methods;
+  methods["/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"] =
+      [&calls](std::string_view bytes, const std::string& peer, h2::Responder respond) {
+        calls.Call(
+            [bytes](RateLimitRequest& request) {
+              return request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+            },
+            bytes.size(), [&peer] { return peer; },
+            [respond = std::move(respond)](absl::StatusOr<RateLimitResponse> result) mutable {
+              if (!result.ok()) return std::move(respond)(result.status());
+              std::move(respond)(result->SerializeAsString());
+            });
+      };
+  impl_->h2 = std::make_unique<h2::GrpcH2Server>(
+      h2::GrpcH2ServerOptions{.address = own->first,
+                              .port = own->second,
+                              .threads = options_.engine_threads,
+                              .max_connections = options_.max_connections,
+                              .max_concurrent_streams = static_cast<uint32_t>(
+                                  std::max(1, options_.max_concurrent_streams)),
+                              // As gRPC C++ is configured above.
+                              .max_message_bytes = size_t{1} << 20,
+                              .max_connection_idle = options_.max_connection_idle,
+                              .max_connection_age = options_.max_connection_age,
+                              .max_connection_age_grace = options_.max_connection_age_grace,
+                              .health_services = {"", "ratelimit"},
+                              .log = [](std::string_view line) { spdlog::warn(line); }},
+      std::move(methods));
+  if (absl::Status s = impl_->h2->Start(); !s.ok()) {
+    impl_.reset();
+    return s;
+  }
+  port_ = impl_->h2->port();
+  return absl::OkStatus();
+}
+
 void GrpcServer::SetServing(bool serving) {
+  if (impl_ != nullptr && impl_->h2 != nullptr) return impl_->h2->SetServing(serving);
   if (impl_ == nullptr || impl_->server == nullptr) return;
   grpc::HealthCheckServiceInterface* health = impl_->server->GetHealthCheckService();
   if (health == nullptr) return;
@@ -335,6 +413,7 @@ void GrpcServer::SetServing(bool serving) {
 }
 
 absl::Status GrpcServer::ListenerHealth() const {
+  if (impl_ != nullptr && impl_->h2 != nullptr) return impl_->h2->ListenerHealth();
   if (impl_ == nullptr || impl_->server == nullptr) {
     return absl::UnavailableError("grpc server is not running");
   }
@@ -344,14 +423,20 @@ absl::Status GrpcServer::ListenerHealth() const {
 
 GrpcServerStats GrpcServer::Stats() const {
   if (impl_ == nullptr) return {};
-  return {
-      .in_flight = impl_->callback_service.in_flight(),
-      .rejected_in_flight = impl_->callback_service.rejected_in_flight(),
-      .unparsable_requests = impl_->callback_service.unparsable(),
-      .listener = impl_->listener != nullptr ? impl_->listener->Stats() : http::ListenerStats{}};
+  return {.in_flight = impl_->calls.in_flight(),
+          .rejected_in_flight = impl_->calls.rejected_in_flight(),
+          .unparsable_requests = impl_->calls.unparsable(),
+          .listener = impl_->h2 != nullptr         ? impl_->h2->Stats().listener
+                      : impl_->listener != nullptr ? impl_->listener->Stats()
+                                                   : http::ListenerStats{}};
 }
 
 void GrpcServer::Stop() {
+  if (impl_ != nullptr && impl_->h2 != nullptr) {
+    impl_->h2->Stop();
+    impl_.reset();
+    return;
+  }
   if (impl_ == nullptr || impl_->server == nullptr) return;
   if (impl_->listener != nullptr) {
     // No connection is handed to a server that is shutting down.

@@ -107,6 +107,11 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
   app.add_option("--grpc-max-connection-age-grace-ms", x.grpc_max_connection_age_grace_ms,
                  "Then give their calls this long; 0: unlimited (GRPC_MAX_CONNECTION_AGE_GRACE)")
       ->capture_default_str();
+  app.add_option("--grpc-engine", s.grpc_engine,
+                 "What serves gRPC: grpc (gRPC C++) or nghttp2 (leaner; plain TCP on an IP "
+                 "literal only) (SLUICE_GRPC_ENGINE)")
+      ->check(CLI::IsMember({"grpc", "nghttp2"}))
+      ->capture_default_str();
   app.add_option("--grpc-tls-cert", s.grpc_tls_cert, "gRPC TLS certificate, PEM");
   app.add_option("--grpc-tls-key", s.grpc_tls_key, "gRPC TLS key, PEM");
   app.add_option("--grpc-tls-client-ca", s.grpc_tls_client_ca,

@@ -225,14 +225,16 @@ int RunServer(const ServerSettings& settings) {
               HttpApiOptions{.metrics_path = settings.disable_stats ? "" : "/metrics"});
   // gRPC first: once /healthcheck answers, every listener is up.
   GrpcServer grpc(
-      GrpcServerOptions{.address = settings.grpc,
-                        .max_connection_age = settings.grpc_max_connection_age,
-                        .max_connection_age_grace = settings.grpc_max_connection_age_grace,
-                        .tls_cert_file = settings.grpc_tls_cert,
-                        .tls_key_file = settings.grpc_tls_key,
-                        .tls_client_ca_file = settings.grpc_tls_client_ca,
-                        .max_in_flight = settings.grpc_max_in_flight,
-                        .max_connections = cap(settings.grpc_max_connections)},
+      GrpcServerOptions{
+          .engine = settings.grpc_engine == "nghttp2" ? GrpcEngine::kNghttp2 : GrpcEngine::kGrpc,
+          .address = settings.grpc,
+          .max_connection_age = settings.grpc_max_connection_age,
+          .max_connection_age_grace = settings.grpc_max_connection_age_grace,
+          .tls_cert_file = settings.grpc_tls_cert,
+          .tls_key_file = settings.grpc_tls_key,
+          .tls_client_ca_file = settings.grpc_tls_client_ca,
+          .max_in_flight = settings.grpc_max_in_flight,
+          .max_connections = cap(settings.grpc_max_connections)},
       service);
   if (absl::Status s = grpc.Start(); !s.ok()) {
     spdlog::error("--grpc: {}", StdView(s.message()));

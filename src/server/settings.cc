@@ -121,6 +121,15 @@ void ApplyListeners(EnvReader& r) {
       Listener(r, "--grpc", s.grpc, "GRPC_HOST", "GRPC_PORT", "8081");
     }
   }
+  if (!r.FlagGiven("--grpc-engine")) {
+    if (std::optional<std::string> engine = r.Get("SLUICE_GRPC_ENGINE")) {
+      if (*engine == "grpc" || *engine == "nghttp2") {
+        s.grpc_engine = *engine;
+      } else {
+        r.Refuse("SLUICE_GRPC_ENGINE", "must be grpc or nghttp2");
+      }
+    }
+  }
   if (!r.FlagGiven("--grpc-max-connection-age-ms")) {
     if (auto age = r.Duration("GRPC_MAX_CONNECTION_AGE", "24h")) s.grpc_max_connection_age = *age;
   }

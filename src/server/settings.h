@@ -96,6 +96,8 @@ struct ServerSettings {
   std::string grpc_tls_cert{};
   std::string grpc_tls_key{};
   std::string grpc_tls_client_ca{};
+  // What serves gRPC: "grpc" (gRPC C++) or "nghttp2" (plain TCP only; SLUICE_GRPC_ENGINE).
+  std::string grpc_engine = "grpc";
 
   // Logging: trace, debug, info, warn, error, critical, off; text or json.
   std::string log_level = "info";
