@@ -75,7 +75,8 @@ grpc::Status RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::s
   return done.get_future().get();
 }
 
-class GrpcServerLimitsTest : public ::testing::Test {
+// Each scenario runs against both engines.
+class GrpcServerLimitsTest : public ::testing::TestWithParam<GrpcEngine> {
  protected:
   void SetUp() override {
     auto memory = MemoryStore::Create({});
@@ -92,6 +93,7 @@ class GrpcServerLimitsTest : public ::testing::Test {
     auto config = ParseRateLimitConfig({&source, 1});
     ASSERT_TRUE(config.ok()) << config.status();
     service_->SetConfig(*config);
+    options.engine = GetParam();
     server_ = std::make_unique<GrpcServer>(std::move(options), *service_);
     ASSERT_TRUE(server_->Start().ok());
   }
@@ -106,7 +108,7 @@ class GrpcServerLimitsTest : public ::testing::Test {
 // Verifies bytes that are not a RateLimitRequest (wire type 7 does not exist) are the caller's
 // error, counted, and logged once a second however many arrive, naming the caller's address (not
 // gRPC's "fd:N" for a connection sluiced accepted itself); the next valid call is served.
-TEST_F(GrpcServerLimitsTest, GarbageRequestIsInvalidArgument) {
+TEST_P(GrpcServerLimitsTest, GarbageRequestIsInvalidArgument) {
   Start({});
   std::shared_ptr<grpc::Channel> channel = NewChannel(server_->port());
   testing::LogCapture logs;
@@ -124,7 +126,7 @@ TEST_F(GrpcServerLimitsTest, GarbageRequestIsInvalidArgument) {
 // Verifies a bound on decisions in flight: against a store that answers only when told, 20
 // concurrent calls with a bound of 8 give 12 RESOURCE_EXHAUSTED while the 8 are still held (the
 // service never saw the 12: 8 store calls pending), and the 8 complete once released.
-TEST_F(GrpcServerLimitsTest, CallsBeyondMaxInFlightAreResourceExhaustedAtOnce) {
+TEST_P(GrpcServerLimitsTest, CallsBeyondMaxInFlightAreResourceExhaustedAtOnce) {
   Start({.max_in_flight = 8}, /*deferred=*/true);
   std::shared_ptr<grpc::Channel> channel = NewChannel(server_->port());
   auto stub = envoy::service::ratelimit::v3::RateLimitService::NewStub(channel);
@@ -169,7 +171,7 @@ TEST_F(GrpcServerLimitsTest, CallsBeyondMaxInFlightAreResourceExhaustedAtOnce) {
 
 // Verifies the connection cap where sluiced accepts gRPC connections itself: with 2 open, a
 // third is closed at once and counted; once one of the 2 goes, a new channel is served.
-TEST_F(GrpcServerLimitsTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
+TEST_P(GrpcServerLimitsTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
   Start({.max_connections = 2});
   const int port = server_->port();
   auto held = std::make_unique<testing::IdleConnections>(port, 2);
@@ -184,7 +186,7 @@ TEST_F(GrpcServerLimitsTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
 }
 
 // Verifies a connection that never sends anything is closed after `max_connection_idle`.
-TEST_F(GrpcServerLimitsTest, IdleConnectionIsClosed) {
+TEST_P(GrpcServerLimitsTest, IdleConnectionIsClosed) {
   Start({.max_connection_idle = std::chrono::milliseconds(200)});
   testing::IdleConnections idle(server_->port(), 1);
   ASSERT_EQ(idle.size(), 1u);
@@ -193,7 +195,7 @@ TEST_F(GrpcServerLimitsTest, IdleConnectionIsClosed) {
 
 // Verifies ListenerHealth() notices a listening socket that fails for good (shut down under the
 // server: Linux wakes the pending accept with EINVAL).
-TEST_F(GrpcServerLimitsTest, ListenerHealthNoticesADeadListener) {
+TEST_P(GrpcServerLimitsTest, ListenerHealthNoticesADeadListener) {
   Start({});
   EXPECT_TRUE(server_->ListenerHealth().ok());
   ASSERT_TRUE(testing::ShutDownListeningSocket(server_->port()));
@@ -202,6 +204,12 @@ TEST_F(GrpcServerLimitsTest, ListenerHealthNoticesADeadListener) {
   server_->Stop();
   EXPECT_FALSE(server_->ListenerHealth().ok());
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, GrpcServerLimitsTest,
+                         ::testing::Values(GrpcEngine::kGrpc, GrpcEngine::kNghttp2),
+                         [](const auto& info) {
+                           return info.param == GrpcEngine::kGrpc ? "grpc" : "nghttp2";
+                         });
 
 }  // namespace
 }  // namespace sluice::server

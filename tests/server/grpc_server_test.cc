@@ -26,7 +26,8 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 2}
 )yaml";
 
-class GrpcServerTest : public ::testing::Test {
+// Each scenario runs against both engines.
+class GrpcServerTest : public ::testing::TestWithParam<GrpcEngine> {
  protected:
   void SetUp() override {
     auto memory = MemoryStore::Create({});
@@ -39,7 +40,8 @@ class GrpcServerTest : public ::testing::Test {
     auto config = ParseRateLimitConfig({&source, 1});
     ASSERT_TRUE(config.ok()) << config.status();
     service_->SetConfig(*config);
-    server_ = std::make_unique<GrpcServer>("127.0.0.1:0", *service_);
+    server_ = std::make_unique<GrpcServer>(
+        GrpcServerOptions{.engine = GetParam(), .address = "127.0.0.1:0"}, *service_);
     ASSERT_TRUE(server_->Start().ok());
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
                                    grpc::InsecureChannelCredentials());
@@ -74,7 +76,7 @@ class GrpcServerTest : public ::testing::Test {
   std::unique_ptr<envoy::service::ratelimit::v3::RateLimitService::Stub> stub_;
 };
 
-TEST_F(GrpcServerTest, ShouldRateLimitOverTheWire) {
+TEST_P(GrpcServerTest, ShouldRateLimitOverTheWire) {
   RateLimitResponse response;
   for (int i = 0; i < 2; ++i) {
     ASSERT_TRUE(Call(IpRequest(), &response).ok());
@@ -86,7 +88,7 @@ TEST_F(GrpcServerTest, ShouldRateLimitOverTheWire) {
   EXPECT_EQ(response.statuses(0).current_limit().unit(), RateLimitResponse::RateLimit::HOUR);
 }
 
-TEST_F(GrpcServerTest, BadRequestIsInvalidArgument) {
+TEST_P(GrpcServerTest, BadRequestIsInvalidArgument) {
   RateLimitRequest request;
   request.set_domain("edge");
   RateLimitResponse response;
@@ -95,7 +97,7 @@ TEST_F(GrpcServerTest, BadRequestIsInvalidArgument) {
 
 // Verifies a store failure with no failure policy reaches Envoy as UNAVAILABLE, so that its own
 // failure_mode_deny decides.
-TEST_F(GrpcServerTest, StoreFailureIsUnavailable) {
+TEST_P(GrpcServerTest, StoreFailureIsUnavailable) {
   faulty_->Fail(absl::UnavailableError("redis down"));
   RateLimitResponse response;
   EXPECT_EQ(Call(IpRequest(), &response).error_code(), grpc::StatusCode::UNAVAILABLE);
@@ -103,7 +105,7 @@ TEST_F(GrpcServerTest, StoreFailureIsUnavailable) {
 
 // Verifies grpc.health.v1.Health is served, for the server and for "ratelimit" (the reference's
 // service name), and follows SetServing().
-TEST_F(GrpcServerTest, HealthServiceFollowsSetServing) {
+TEST_P(GrpcServerTest, HealthServiceFollowsSetServing) {
   EXPECT_EQ(HealthStatus(""), 1);
   EXPECT_EQ(HealthStatus("ratelimit"), 1);
   server_->SetServing(false);
@@ -112,6 +114,33 @@ TEST_F(GrpcServerTest, HealthServiceFollowsSetServing) {
   server_->SetServing(true);
   EXPECT_EQ(HealthStatus(""), 1);
   EXPECT_EQ(HealthStatus("nothing"), -static_cast<int>(grpc::StatusCode::NOT_FOUND));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, GrpcServerTest,
+                         ::testing::Values(GrpcEngine::kGrpc, GrpcEngine::kNghttp2),
+                         [](const auto& info) {
+                           return info.param == GrpcEngine::kGrpc ? "grpc" : "nghttp2";
+                         });
+
+// Verifies the nghttp2 engine refuses at start what it cannot serve (it has no TLS, no Unix
+// socket, and does not resolve names), naming the way out.
+TEST(GrpcServer, Nghttp2EngineRefusesTlsUnixSocketsAndHostNames) {
+  auto memory = MemoryStore::Create({});
+  ASSERT_TRUE(memory.ok());
+  Metrics metrics;
+  RateLimitService service(**memory, metrics, RateLimitServiceOptions{});
+  for (const GrpcServerOptions& options :
+       {GrpcServerOptions{.engine = GrpcEngine::kNghttp2, .address = "unix:/tmp/sluice-h2.sock"},
+        GrpcServerOptions{.engine = GrpcEngine::kNghttp2, .address = "localhost:0"},
+        GrpcServerOptions{.engine = GrpcEngine::kNghttp2,
+        .address = "127.0.0.1:0",
+        .tls_cert_file = "/etc/cert.pem",
+        .tls_key_file = "/etc/key.pem"}}) {
+    GrpcServer server(options, service);
+    const absl::Status s = server.Start();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << options.address << ": " << s;
+    EXPECT_NE(s.message().find("--grpc-engine grpc"), absl::string_view::npos) << s;
+  }
 }
 
 TEST(GrpcServer, ListensOnAUnixSocketAndAgesConnections) {
