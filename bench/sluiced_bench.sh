@@ -19,6 +19,10 @@
 # the baseline and this build's sluiced in turn (the order alternates), ROUNDS times (default 3),
 # and it prints each path's median sluiced CPU per decision for both and their ratio. The load
 # generator is this build's for both.
+#
+# Engine mode: with ENGINES=1, only the two gRPC paths (memory, Redis) run, for this build's
+# sluiced with --grpc-engine grpc and with --grpc-engine nghttp2 in turn (the order alternates),
+# ROUNDS times, and it prints each path's median sluiced CPU per decision for both and their ratio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
@@ -124,6 +128,40 @@ for store in ("memory", "redis"):
                for w in ("baseline", "new")}
         print(f"| {store} {mode} | {med['baseline']:.1f} | {med['new']:.1f} | "
               f"{med['new'] / med['baseline']:.2f} |")
+PY
+  echo "# results: $CSV"
+  exit 0
+fi
+
+if [ -n "${ENGINES:-}" ]; then
+  echo "# engines: grpc vs nghttp2 ($SLUICED); $(nproc) cores; $SECS s per run; $INFLIGHT in flight; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  EN="$WORK/engines.txt"
+  BASE_FLAGS=${SLUICED_FLAGS:-}
+  for round in $(seq "${ROUNDS:-3}"); do
+    if [ $((round % 2)) -eq 1 ]; then order="grpc nghttp2"; else order="nghttp2 grpc"; fi
+    for engine in $order; do
+      for store in memory "redis://127.0.0.1:$RPORT"; do
+        name=memory; [ "$store" = memory ] || name=redis
+        redis-cli -p "$RPORT" FLUSHALL >/dev/null
+        SLUICED_FLAGS="$BASE_FLAGS --grpc-engine $engine" start_sluiced "$store"
+        run_load "$name" grpc "$GRPC_PORT" "sluiced-$engine"
+        echo "$engine $name $LAST_SLUICED_US $LAST_RATE" >>"$EN"
+        kill "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null || true
+      done
+    done
+  done
+  python3 - "$EN" <<'PY'
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+print("| gRPC path | grpc: sluiced CPU us/decision (median) | nghttp2 | nghttp2 / grpc | decisions/s grpc / nghttp2 (median) |")
+print("|---|---|---|---|---|")
+for store in ("memory", "redis"):
+    med = {e: statistics.median(float(r[2]) for r in rows if r[:2] == [e, store])
+           for e in ("grpc", "nghttp2")}
+    rate = {e: statistics.median(float(r[3]) for r in rows if r[:2] == [e, store])
+            for e in ("grpc", "nghttp2")}
+    print(f"| {store} | {med['grpc']:.1f} | {med['nghttp2']:.1f} | "
+          f"{med['nghttp2'] / med['grpc']:.2f} | {rate['grpc']:.0f} / {rate['nghttp2']:.0f} |")
 PY
   echo "# results: $CSV"
   exit 0
