@@ -73,6 +73,7 @@ nghttp2_session_callbacks* Connection::Callbacks() {
     nghttp2_session_callbacks_set_on_frame_recv_callback(c, &OnFrame);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, &OnData);
     nghttp2_session_callbacks_set_on_stream_close_callback(c, &OnStreamClose);
+    nghttp2_session_callbacks_set_on_frame_send_callback(c, &OnFrameSent);
     return c;
   }();
   return callbacks;
@@ -312,6 +313,17 @@ ssize_t Connection::ReadResponse(nghttp2_session* session, int32_t stream_id, ui
     nghttp2_submit_trailer(session, stream_id, trailers, 1);
   }
   return static_cast<ssize_t>(n);
+}
+
+// A call answered before its request ended (refused early: too large, unknown method) asks the
+// client to stop sending it (RFC 9113 8.1: RST_STREAM NO_ERROR after a complete response).
+int Connection::OnFrameSent(nghttp2_session* session, const nghttp2_frame* frame, void*) {
+  if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+      (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 &&
+      nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id) == 0) {
+    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR);
+  }
+  return 0;
 }
 
 int Connection::OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, void* user) {

@@ -84,6 +84,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static int OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* user);
   static int OnData(nghttp2_session*, uint8_t flags, int32_t stream_id, const uint8_t* data,
                     size_t length, void* user);
+  static int OnFrameSent(nghttp2_session* session, const nghttp2_frame* frame, void* user);
   static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t error_code, void* user);
   static ssize_t ReadResponse(nghttp2_session* session, int32_t stream_id, uint8_t* buf,
                               size_t length, uint32_t* flags, nghttp2_data_source* source,
