@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 
 #include "src/server/h2/grpc_framing.h"
+#include "src/util/mutex.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/h2_client.h"
 
@@ -32,7 +32,7 @@ class GrpcH2ServerTest : public ::testing::Test {
     absl::flat_hash_map<std::string, UnaryMethod> methods;
     // Answers with the request, from a thread of its own.
     methods["/t.S/Echo"] = [this](std::string_view request, const std::string&, Responder respond) {
-      absl::MutexLock lock(&mu_);
+      internal::MutexLock lock(&mu_);
       threads_.emplace_back(
           [request = std::string(request), respond = std::move(respond)]() mutable {
             std::move(respond)(request);
@@ -42,7 +42,7 @@ class GrpcH2ServerTest : public ::testing::Test {
       std::move(respond)(absl::InternalError("50% na\xc3\xafve\n"));
     };
     methods["/t.S/Hold"] = [this](std::string_view, const std::string& peer, Responder respond) {
-      absl::MutexLock lock(&mu_);
+      internal::MutexLock lock(&mu_);
       held_.push_back(std::move(respond));
       peer_ = peer;
     };
@@ -52,14 +52,14 @@ class GrpcH2ServerTest : public ::testing::Test {
   }
 
   size_t held() {
-    absl::MutexLock lock(&mu_);
+    internal::MutexLock lock(&mu_);
     return held_.size();
   }
 
   // Answers the held call `i` with `response`, from another thread.
   void AnswerHeld(size_t i, absl::StatusOr<std::string> response) {
     Responder respond = [&] {
-      absl::MutexLock lock(&mu_);
+      internal::MutexLock lock(&mu_);
       return std::move(held_.at(i));
     }();
     std::thread([&respond, &response] { std::move(respond)(std::move(response)); }).join();
@@ -70,7 +70,7 @@ class GrpcH2ServerTest : public ::testing::Test {
   }
 
   std::unique_ptr<GrpcH2Server> server_;
-  absl::Mutex mu_;
+  internal::Mutex mu_;
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
   std::vector<Responder> held_ ABSL_GUARDED_BY(mu_);
   std::string peer_ ABSL_GUARDED_BY(mu_);

@@ -100,8 +100,11 @@ Connection::Connection(Socket socket, std::shared_ptr<net::io_context> context,
 
 Connection::~Connection() {
   nghttp2_session_del(session_);
-  absl::MutexLock lock(&shared_->mu);
-  --shared_->open;
+  {
+    internal::MutexLock lock(&shared_->mu);
+    --shared_->open;
+  }
+  shared_->closed.notify_all();
 }
 
 void Connection::Start() {

@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -18,13 +19,13 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <nghttp2/nghttp2.h>
 
 #include "src/http/tcp_listener.h"
 #include "src/server/h2/grpc_h2_server.h"
+#include "src/util/mutex.h"
 
 namespace sluice::server::h2 {
 
@@ -32,8 +33,9 @@ struct GrpcH2Server::Shared {
   GrpcH2ServerOptions options;
   absl::flat_hash_map<std::string, UnaryMethod> methods;
   std::atomic<bool> serving{false};
-  absl::Mutex mu;
+  internal::Mutex mu;
   size_t open ABSL_GUARDED_BY(mu) = 0;
+  std::condition_variable_any closed;  // Each time `open` goes down.
   // Every connection, for Stop(); expired ones are pruned as new ones come.
   std::vector<std::weak_ptr<Connection>> connections ABSL_GUARDED_BY(mu);
 

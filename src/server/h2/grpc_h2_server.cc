@@ -1,11 +1,11 @@
 #include "src/server/h2/grpc_h2_server.h"
 
 #include <algorithm>
+#include <mutex>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 
@@ -30,7 +30,7 @@ struct GrpcH2ServerRuntime {
 namespace {
 
 std::vector<std::shared_ptr<Connection>> Live(GrpcH2Server::Shared& shared) {
-  absl::MutexLock lock(&shared.mu);
+  internal::MutexLock lock(&shared.mu);
   std::vector<std::shared_ptr<Connection>> live;
   for (const std::weak_ptr<Connection>& c : shared.connections) {
     if (std::shared_ptr<Connection> p = c.lock()) live.push_back(std::move(p));
@@ -74,7 +74,7 @@ absl::Status GrpcH2Server::Start() {
                                     [owner](const auto& c) { return c.get() == owner; });
         auto connection = std::make_shared<Connection>(std::move(socket), *context, shared_);
         {
-          absl::MutexLock lock(&shared_->mu);
+          internal::MutexLock lock(&shared_->mu);
           ++shared_->open;
           std::vector<std::weak_ptr<Connection>>& all = shared_->connections;
           if (all.size() >= 2 * shared_->open + 16) {
@@ -85,7 +85,7 @@ absl::Status GrpcH2Server::Start() {
         connection->Start();
       },
       [this] {
-        absl::MutexLock lock(&shared_->mu);
+        internal::MutexLock lock(&shared_->mu);
         return shared_->open;
       });
   if (absl::Status s = rt.listener->Listen(); !s.ok()) {
@@ -113,10 +113,9 @@ void GrpcH2Server::Stop() {
   for (const std::shared_ptr<Connection>& c : Live(*shared_)) c->Drain();
   {
     Shared& s = *shared_;
-    absl::MutexLock lock(&s.mu);
-    s.mu.AwaitWithTimeout(absl::Condition(
-                              +[](size_t* open) { return *open == 0; }, &s.open),
-                          absl::FromChrono(s.options.stop_grace));
+    std::unique_lock lock(s.mu);
+    s.closed.wait_for(lock, s.options.stop_grace,
+                      [&s]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return s.open == 0; });
   }
   for (const std::shared_ptr<Connection>& c : Live(*shared_)) c->Abort();
   for (const std::shared_ptr<net::io_context>& context : rt.contexts) context->stop();
@@ -145,7 +144,7 @@ absl::Status GrpcH2Server::ListenerHealth() const {
 GrpcH2ServerStats GrpcH2Server::Stats() const {
   GrpcH2ServerStats stats;
   {
-    absl::MutexLock lock(&shared_->mu);
+    internal::MutexLock lock(&shared_->mu);
     stats.open_connections = shared_->open;
   }
   if (runtime_ != nullptr) stats.listener = runtime_->listener->Stats();
