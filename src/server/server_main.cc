@@ -319,7 +319,8 @@ int RunServer(const ServerSettings& settings) {
     health.Check([in_flight](const HealthResult&) { in_flight->store(false); });
   };
   check_health();
-  spdlog::info("sluiced serving: HTTP on {}, gRPC on {}", settings.http, settings.grpc);
+  spdlog::info("sluiced serving: HTTP on {}, gRPC on {} ({} engine)", settings.http, settings.grpc,
+               settings.grpc_engine);
 
   std::unique_ptr<StatsdSink> statsd;
   if (settings.statsd.enabled && !settings.disable_stats) {

@@ -220,5 +220,56 @@ TEST(SluicedE2e, RefusesAZeroGrpcInFlightBound) {
   EXPECT_THAT(run->second, HasSubstr("grpc-max-in-flight"));
 }
 
+// Verifies SLUICE_GRPC_ENGINE=nghttp2 serves the gRPC API on the lean engine: decisions and the
+// health service, as on gRPC C++.
+TEST(SluicedE2e, ServesGrpcOnTheNghttp2EngineChosenByTheEnvironment) {
+  TempDir dir;
+  dir.Write("e2e.yaml", ConfigWithLimit(1));
+  const std::string log = (dir.path() / "log").string();
+  const int http_port = *FreeLoopbackPort();
+  const int grpc_port = *FreeLoopbackPort();
+  auto p = ChildProcess::Start({SLUICED_PATH, "--config", dir.path().string(), "--store", "memory",
+                                "--http", "127.0.0.1:" + std::to_string(http_port), "--grpc",
+                                "127.0.0.1:" + std::to_string(grpc_port), "--drain-ms", "0"},
+                               log, std::vector<std::string>{"SLUICE_GRPC_ENGINE=nghttp2"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = HttpGet(http_port, "/healthcheck");
+        return r.ok() && r->status == 200;
+      },
+      30'000));
+  EXPECT_EQ(GrpcDecisionStatus(grpc_port, "e2e", "user", "alice"), 200);
+  EXPECT_EQ(GrpcDecisionStatus(grpc_port, "e2e", "user", "alice"), 429);
+  EXPECT_EQ(GrpcHealthStatus(LoopbackChannel(grpc_port), "ratelimit"), 1);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("(nghttp2 engine)"));
+}
+
+// Verifies the nghttp2 engine refuses at start what it cannot serve, saying what to use instead,
+// and that an unknown engine is refused.
+TEST(SluicedE2e, Nghttp2EngineRefusesAUnixSocketAndUnknownEnginesAreRefused) {
+  TempDir dir;
+  dir.Write("e2e.yaml", ConfigWithLimit(1));
+  auto unix_socket = RunToExit(
+      {SLUICED_PATH, "--config", dir.path().string(), "--store", "memory", "--http", "127.0.0.1:0",
+       "--grpc", "unix:" + (dir.path() / "grpc.sock").string(), "--grpc-engine", "nghttp2"},
+      30'000);
+  ASSERT_TRUE(unix_socket.ok()) << unix_socket.status();
+  EXPECT_NE(unix_socket->first, 0);
+  EXPECT_THAT(unix_socket->second, HasSubstr("--grpc-engine grpc"));
+  auto unknown =
+      RunToExit({SLUICED_PATH, "--config", "/nonexistent", "--grpc-engine", "fast"}, 30'000);
+  ASSERT_TRUE(unknown.ok()) << unknown.status();
+  EXPECT_NE(unknown->first, 0);
+  EXPECT_THAT(unknown->second, HasSubstr("grpc-engine"));
+  auto env = RunToExit({SLUICED_PATH, "--config", dir.path().string(), "--store", "memory"}, 30'000,
+                       std::vector<std::string>{"SLUICE_GRPC_ENGINE=fast"});
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_NE(env->first, 0);
+  EXPECT_THAT(env->second, HasSubstr("SLUICE_GRPC_ENGINE"));
+}
+
 }  // namespace
 }  // namespace sluice::testing
