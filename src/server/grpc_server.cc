@@ -389,6 +389,7 @@ absl::Status GrpcServer::StartNghttp2() {
                                   std::max(1, options_.max_concurrent_streams)),
                               // As gRPC C++ is configured above.
                               .max_message_bytes = size_t{1} << 20,
+                              .max_buffered_bytes = options_.memory_quota_bytes,
                               .max_connection_idle = options_.max_connection_idle,
                               .max_connection_age = options_.max_connection_age,
                               .max_connection_age_grace = options_.max_connection_age_grace,

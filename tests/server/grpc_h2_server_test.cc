@@ -180,6 +180,26 @@ TEST_F(GrpcH2ServerTest, RequestBytesHeldPerConnectionAreBounded) {
   EXPECT_EQ(client.Await(client.Send(Grpc("/t.S/Echo", "ok"))).trailers.at("grpc-status"), "0");
 }
 
+// Verifies the bound on request bytes held over all connections.
+TEST_F(GrpcH2ServerTest, RequestBytesHeldOverAllConnectionsAreBounded) {
+  Start({.max_message_bytes = 1000, .max_buffered_bytes = 1500});
+  H2Client first(server_->port());
+  H2Client second(server_->port());
+  const std::string part = FramedMessage(std::string(1000, 'x')).substr(0, 900);
+  const int32_t held = first.Send({.path = "/t.S/Echo", .body = part, .end = false});
+  // The first request's bytes have arrived once a later call on its connection is answered.
+  EXPECT_EQ(first.Await(first.Send(Grpc("/t.S/Echo", "a"))).trailers.at("grpc-status"), "0");
+  const H2Client::Response r =
+      second.Await(second.Send({.path = "/t.S/Echo", .body = part, .end = false}));
+  EXPECT_EQ(r.headers.at("grpc-status"), "8");
+  EXPECT_NE(r.headers.at("grpc-message").find("server"), std::string::npos);
+  first.Reset(held);
+  EXPECT_EQ(first.Await(first.Send(Grpc("/t.S/Echo", "b"))).trailers.at("grpc-status"), "0");
+  EXPECT_EQ(
+      second.Await(second.Send({.path = "/t.S/Echo", .body = part})).headers.at("grpc-status"),
+      "13");
+}
+
 TEST_F(GrpcH2ServerTest, HeaderBlockOverTheBoundResetsThatStreamOnly) {
   Start({.max_header_bytes = 1024});
   H2Client client(server_->port());

@@ -233,6 +233,7 @@ int Connection::OnData(nghttp2_session*, uint8_t, int32_t stream_id, const uint8
   if (stream == nullptr || stream->answered) return 0;  // The rest of a refused request.
   stream->body.append(reinterpret_cast<const char*>(data), length);
   self->buffered_ += length;
+  const size_t all = self->shared_->buffered.fetch_add(length) + length;
   const std::optional<uint32_t> declared = DeclaredMessageLength(stream->body);
   if ((declared.has_value() && *declared > self->options_.max_message_bytes) ||
       stream->body.size() > self->options_.max_message_bytes + kMessagePrefixBytes) {
@@ -243,6 +244,9 @@ int Connection::OnData(nghttp2_session*, uint8_t, int32_t stream_id, const uint8
   } else if (self->buffered_ > self->options_.max_connection_buffer_bytes) {
     self->Reply(stream_id, *stream,
                 absl::ResourceExhaustedError("too many request bytes buffered on this connection"));
+  } else if (all > self->options_.max_buffered_bytes) {
+    self->Reply(stream_id, *stream,
+                absl::ResourceExhaustedError("too many request bytes buffered on this server"));
   }
   return 0;
 }
@@ -269,6 +273,7 @@ void Connection::OnRequestEnd(int32_t stream_id, Stream& stream) {
 
 void Connection::ReleaseBody(Stream& stream) {
   buffered_ -= stream.body.size();
+  shared_->buffered.fetch_sub(stream.body.size());
   std::string().swap(stream.body);
 }
 
@@ -334,6 +339,7 @@ int Connection::OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, voi
   auto it = self->streams_.find(stream_id);
   if (it == self->streams_.end()) return 0;
   self->buffered_ -= it->second.body.size();
+  self->shared_->buffered.fetch_sub(it->second.body.size());
   self->streams_.erase(it);
   if (self->streams_.empty()) self->last_active_ = Clock::now();
   return 0;

@@ -33,6 +33,8 @@ struct GrpcH2Server::Shared {
   GrpcH2ServerOptions options;
   absl::flat_hash_map<std::string, UnaryMethod> methods;
   std::atomic<bool> serving{false};
+  // Request bytes held over all connections.
+  std::atomic<size_t> buffered{0};
   internal::Mutex mu;
   size_t open ABSL_GUARDED_BY(mu) = 0;
   std::condition_variable_any closed;  // Each time `open` goes down.

@@ -11,7 +11,8 @@
 // What a client meets (each bound answers, never grows):
 // - SETTINGS_MAX_CONCURRENT_STREAMS `max_concurrent_streams`; header block over
 //   `max_header_bytes`: the stream is reset; a request message over `max_message_bytes`, or
-//   request bytes buffered on one connection over `max_connection_buffer_bytes`:
+//   request bytes buffered on one connection over `max_connection_buffer_bytes` (or on all over
+//   `max_buffered_bytes`):
 //   RESOURCE_EXHAUSTED, and the rest of that request is dropped unread.
 // - grpc-timeout: an answer due after it is DEADLINE_EXCEEDED instead.
 // - Connections: TcpListener's cap and descriptor backoff; GOAWAY after `max_connection_idle`
@@ -59,6 +60,8 @@ struct GrpcH2ServerOptions {
   size_t max_header_bytes = 16 << 10;
   // Enough for two maximal messages at once; the many small ones Envoy sends never come close.
   size_t max_connection_buffer_bytes = size_t{8} << 20;
+  // The same over all connections, as gRPC C++'s memory quota bounds its buffers.
+  size_t max_buffered_bytes = size_t{256} << 20;
   std::chrono::milliseconds max_connection_idle = std::chrono::minutes(5);  // 0: never
   std::chrono::milliseconds max_connection_age{0};                          // 0: never
   std::chrono::milliseconds max_connection_age_grace{0};                    // 0: unlimited
