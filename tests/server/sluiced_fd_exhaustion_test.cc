@@ -54,7 +54,8 @@ int64_t MillisSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::Real().Now() - start).count();
 }
 
-class SluicedFdExhaustion : public ::testing::Test {
+// Each scenario runs with both gRPC engines (--grpc-engine).
+class SluicedFdExhaustion : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     std::string tmpl = (std::filesystem::temp_directory_path() / "sluice-fd-XXXXXX").string();
@@ -84,7 +85,9 @@ class SluicedFdExhaustion : public ::testing::Test {
                                      "--grpc",
                                      "127.0.0.1:" + std::to_string(grpc_port_),
                                      "--drain-ms",
-                                     "0"};
+                                     "0",
+                                     "--grpc-engine",
+                                     GetParam()};
     argv.insert(argv.end(), extra.begin(), extra.end());
     absl::StatusOr<std::unique_ptr<ChildProcess>> sluiced = ChildProcess::Start(argv, log_);
     ASSERT_TRUE(sluiced.ok()) << sluiced.status();
@@ -119,7 +122,7 @@ class SluicedFdExhaustion : public ::testing::Test {
 // Verifies that with the caps out of the way, 400 idle connections on each port exhaust the
 // descriptors: both accept loops back off (no spinning) and both ports serve again after the
 // release. gRPC 1.51's own listener would stop for good at its first EMFILE.
-TEST_F(SluicedFdExhaustion, BothAcceptLoopsBackOffAndRecover) {
+TEST_P(SluicedFdExhaustion, BothAcceptLoopsBackOffAndRecover) {
   Start({"--http-max-connections", "100000", "--grpc-max-connections", "100000"});
   {
     IdleConnections http_held(http_port_, 400);
@@ -143,7 +146,7 @@ TEST_F(SluicedFdExhaustion, BothAcceptLoopsBackOffAndRecover) {
 // Verifies the default caps (a quarter of the 128 descriptors each): beyond 32 connections a
 // port closes new ones at once, descriptors never run out, and both ports serve after the
 // release.
-TEST_F(SluicedFdExhaustion, DefaultCapsKeepDescriptorsFree) {
+TEST_P(SluicedFdExhaustion, DefaultCapsKeepDescriptorsFree) {
   Start({});
   {
     IdleConnections http_held(http_port_, 400);
@@ -163,6 +166,9 @@ TEST_F(SluicedFdExhaustion, DefaultCapsKeepDescriptorsFree) {
   ExpectBothPortsServeAgain();
   EXPECT_EQ(Log().find("Too many open files"), std::string::npos) << Log();
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, SluicedFdExhaustion, ::testing::Values("grpc", "nghttp2"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace sluice::testing
