@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -145,7 +146,8 @@ class H2Client {
     bool end;
   };
 
-  static nghttp2_nv Nv(const std::string& name, const std::string& value) {
+  // Views: literals, or the request's strings (nghttp2 copies them when the request is submitted).
+  static nghttp2_nv Nv(std::string_view name, std::string_view value) {
     return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
             reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
             NGHTTP2_NV_FLAG_NONE};
