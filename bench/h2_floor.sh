@@ -63,12 +63,13 @@ print(f'{($t1-$t0)*1e6/$CLK/max(1,n):.1f}')" "$out")
   done
 done
 python3 - "$ROWS" <<'PY'
-import statistics, sys
+import os, statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
 med = {w: statistics.median(float(r[1]) for r in rows if r[0] == w) for w in ("floor", "sluiced")}
 print("| server | CPU us per call (median) |")
 print("|---|---|")
 print(f"| h2_floor (nghttp2, fixed answer) | {med['floor']:.1f} |")
-print(f"| sluiced gRPC C++, memory store | {med['sluiced']:.1f} |")
+flags = os.environ.get("SLUICED_FLAGS", "").strip()
+print(f"| sluiced, memory store{', ' + flags if flags else ''} | {med['sluiced']:.1f} |")
 print(f"floor / sluiced: {med['floor'] / med['sluiced']:.2f}")
 PY
