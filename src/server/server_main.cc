@@ -353,7 +353,7 @@ int RunServer(const ServerSettings& settings) {
     }
     check_health();
     if (std::optional<MemoryReleaseResult> r = memory_release.Poll(); r.has_value()) {
-      spdlog::info(
+      spdlog::debug(
           "memory: RSS {} MiB -> {} MiB, freed heap given back to the OS ({} MiB free, "
           "{} us)",
           r->rss_before >> 20, r->rss_after >> 20, r->free_bytes >> 20, r->took.count());
