@@ -7,7 +7,7 @@
 //     with a deadline of 1 s, on a kept-alive channel and connection as Envoy would (with --fresh:
 //     a new connection for each, as a client arriving during the attack). Writes one line per
 //     decision, "d <unix ms> <grpc|http> <latency us> <1 ok | 0 error>", and every 100 ms sluiced's
-//     VmRSS, "r <unix ms> <kB>".
+//     VmRSS, "r <unix ms> <kB>". Stops after --seconds, or once --until-file exists.
 //   attack_load flood --grpc ADDR --calls 20000 --descriptors 64 --connections 20 --seconds 5
 //     Keeps --calls ShouldRateLimit calls outstanding, spread over --connections channels, each
 //     with --descriptors descriptors {user: <value>}; with --unique each value is new and
@@ -15,7 +15,7 @@
 //   attack_load idle --port P --count 1000 --seconds 5       idle TCP connections, held
 //   attack_load scrape --http ADDR --path /metrics --seconds 5  back-to-back GETs
 //   attack_load garbage --grpc ADDR --inflight 64 --seconds 5   bytes that are not a request
-//   attack_load headers --http ADDR --header-bytes 65536 --inflight 8 --seconds 5
+//   attack_load headers --http ADDR --header-bytes 32768 --inflight 8 --seconds 5
 //
 // Each load mode prints one JSON line of what it did (counts by outcome).
 #include <algorithm>
@@ -62,6 +62,7 @@ struct Options {
   std::string http = "127.0.0.1:8080";
   std::string path = "/metrics";
   std::string out;
+  std::string until_file;
   std::string domain = "bench";
   std::string key = "user";
   int pid = 0;
@@ -75,7 +76,7 @@ struct Options {
   int value_bytes = 4096;
   int count = 1000;
   int inflight = 8;
-  int header_bytes = 65536;
+  int header_bytes = 32768;
   bool unique = false;
   bool fresh = false;
 };
@@ -112,25 +113,47 @@ std::shared_ptr<grpc::Channel> Channel(const std::string& target) {
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
 }
 
-std::pair<std::string, std::string> HostPort(const std::string& target) {
-  const size_t colon = target.rfind(':');
-  return {target.substr(0, colon), target.substr(colon + 1)};
+// Runs `ioc` (whose only work is `stream`'s) until its operations are done; the stream's
+// expiry (expires_after) bounds them. Asio's synchronous operations would ignore it.
+void RunToCompletion(net::io_context& ioc) {
+  ioc.restart();
+  ioc.run();
 }
 
-// One HTTP request on `stream` (connected), with a deadline; the status code, or -1.
-int HttpExchange(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+// Connects `stream` (of `ioc`) to `endpoint` within `deadline`; true on success.
+bool Connect(net::io_context& ioc, beast::tcp_stream& stream,
+             const net::ip::tcp::endpoint& endpoint, std::chrono::milliseconds deadline) {
+  bool connected = false;
+  stream.expires_after(deadline);
+  stream.async_connect(endpoint, [&connected](beast::error_code ec) { connected = !ec; });
+  RunToCompletion(ioc);
+  return connected;
+}
+
+// One HTTP request on `stream` (connected, of `ioc`) within `deadline`: the status code, or -1.
+int HttpExchange(net::io_context& ioc, beast::tcp_stream& stream, beast::flat_buffer& buffer,
                  const http::request<http::string_body>& req, std::chrono::milliseconds deadline,
                  size_t* body_bytes = nullptr) {
-  beast::error_code ec;
-  stream.expires_after(deadline);
-  http::write(stream, req, ec);
-  if (ec) return -1;
+  int status = -1;
   http::response_parser<http::string_body> parser;
   parser.body_limit(1ULL << 32);
-  http::read(stream, buffer, parser, ec);
-  if (ec) return -1;
-  if (body_bytes != nullptr) *body_bytes = parser.get().body().size();
-  return parser.get().result_int();
+  stream.expires_after(deadline);
+  http::async_write(stream, req, [&](beast::error_code ec, size_t) {
+    if (ec) return;
+    http::async_read(stream, buffer, parser, [&](beast::error_code ec2, size_t) {
+      if (ec2) return;
+      status = parser.get().result_int();
+      if (body_bytes != nullptr) *body_bytes = parser.get().body().size();
+    });
+  });
+  RunToCompletion(ioc);
+  return status;
+}
+
+net::ip::tcp::endpoint Endpoint(const std::string& target) {
+  const size_t colon = target.rfind(':');
+  return {net::ip::make_address(target.substr(0, colon)),
+          static_cast<uint16_t>(std::stoi(target.substr(colon + 1)))};
 }
 
 // ---- probe ----------------------------------------------------------------------------------
@@ -146,13 +169,13 @@ class Probe {
     }
     const auto stop = Clock::now() + std::chrono::seconds(o_.seconds);
     std::thread rss([&] {
-      while (Clock::now() < stop) {
+      while (Clock::now() < stop && !done_.load()) {
         Write("r " + std::to_string(UnixMillis()) + " " + std::to_string(RssKb(o_.pid)));
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     });
     auto next = Clock::now();
-    while (Clock::now() < stop) {
+    while (Clock::now() < stop && !StopFileExists()) {
       Record("grpc", GrpcDecision());
       Record("http", HttpDecision());
       next += std::chrono::milliseconds(o_.interval_ms);
@@ -160,7 +183,9 @@ class Probe {
       next = std::max(next, Clock::now());
       std::this_thread::sleep_until(next);
     }
+    done_.store(true);
     rss.join();
+    out_.flush();
     return 0;
   }
 
@@ -170,6 +195,10 @@ class Probe {
     int64_t latency_us;
     bool ok;
   };
+
+  bool StopFileExists() const {
+    return !o_.until_file.empty() && access(o_.until_file.c_str(), F_OK) == 0;
+  }
 
   void Write(const std::string& line) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -216,19 +245,13 @@ class Probe {
         stream_.reset();
         buffer_.clear();
         auto stream = std::make_unique<beast::tcp_stream>(ioc_);
-        const auto [host, port] = HostPort(o_.http);
-        beast::error_code ec;
-        stream->expires_after(std::chrono::seconds(1));
-        stream->connect(net::ip::tcp::endpoint(net::ip::make_address(host),
-                                               static_cast<uint16_t>(std::stoi(port))),
-                        ec);
-        if (ec) break;
+        if (!Connect(ioc_, *stream, Endpoint(o_.http), std::chrono::seconds(1))) break;
         stream_ = std::move(stream);
       }
       const auto left = std::chrono::milliseconds(1000) -
                         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
       if (left.count() <= 0) break;
-      status = HttpExchange(*stream_, buffer_, req, left);
+      status = HttpExchange(ioc_, *stream_, buffer_, req, left);
       if (status < 0) stream_.reset();
     }
     return {start_ms, MicrosSince(start), status == 200};
@@ -237,6 +260,7 @@ class Probe {
   const Options& o_;
   std::ofstream out_;
   std::mutex mu_;
+  std::atomic<bool> done_{false};
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<envoy::service::ratelimit::v3::RateLimitService::Stub> stub_;
   net::io_context ioc_;
@@ -264,10 +288,12 @@ int Flood(const Options& o) {
   };
   std::mt19937_64 rng(UnixMillis());
   uint64_t serial = 0;
-  const std::string pad(static_cast<size_t>(std::max(0, o.value_bytes - 24)), 'x');
   auto value = [&]() {
     if (!o.unique) return "k" + std::to_string(rng() % static_cast<uint64_t>(o.keys));
-    return std::to_string(rng()) + "-" + std::to_string(serial++) + "-" + pad;
+    // Exactly --value-bytes (sluiced refuses a value over 4,096 bytes), unique by its prefix.
+    std::string v = std::to_string(rng()) + "-" + std::to_string(serial++) + "-";
+    v.resize(static_cast<size_t>(std::max(o.value_bytes, 48)), 'x');
+    return v;
   };
   int next_stub = 0;
   auto issue = [&]() {
@@ -347,9 +373,7 @@ int Idle(const Options& o) {
 
 int Scrape(const Options& o) {
   net::io_context ioc;
-  const auto [host, port] = HostPort(o.http);
-  const net::ip::tcp::endpoint endpoint(net::ip::make_address(host),
-                                        static_cast<uint16_t>(std::stoi(port)));
+  const net::ip::tcp::endpoint endpoint = Endpoint(o.http);
   const auto stop = Clock::now() + std::chrono::seconds(o.seconds);
   int64_t scrapes = 0;
   int64_t errors = 0;
@@ -357,9 +381,7 @@ int Scrape(const Options& o) {
   int64_t longest_us = 0;
   while (Clock::now() < stop) {
     beast::tcp_stream stream(ioc);
-    beast::error_code ec;
-    stream.connect(endpoint, ec);
-    if (ec) {
+    if (!Connect(ioc, stream, endpoint, std::chrono::seconds(1))) {
       ++errors;
       continue;
     }
@@ -367,7 +389,8 @@ int Scrape(const Options& o) {
     http::request<http::string_body> req{http::verb::get, o.path, 11};
     req.set(http::field::host, "localhost");
     const auto start = Clock::now();
-    const int status = HttpExchange(stream, buffer, req, std::chrono::seconds(10), &last_bytes);
+    const int status =
+        HttpExchange(ioc, stream, buffer, req, std::chrono::seconds(10), &last_bytes);
     longest_us = std::max(longest_us, MicrosSince(start));
     status == 200 ? ++scrapes : ++errors;
   }
@@ -418,9 +441,7 @@ int Garbage(const Options& o) {
 // ---- oversized headers -------------------------------------------------------------------------
 
 int Headers(const Options& o) {
-  const auto [host, port] = HostPort(o.http);
-  const net::ip::tcp::endpoint endpoint(net::ip::make_address(host),
-                                        static_cast<uint16_t>(std::stoi(port)));
+  const net::ip::tcp::endpoint endpoint = Endpoint(o.http);
   const auto stop = Clock::now() + std::chrono::seconds(o.seconds);
   std::atomic<int64_t> refused{0};
   std::atomic<int64_t> other{0};
@@ -431,9 +452,7 @@ int Headers(const Options& o) {
       const std::string big(static_cast<size_t>(o.header_bytes), 'h');
       while (Clock::now() < stop) {
         beast::tcp_stream stream(ioc);
-        beast::error_code ec;
-        stream.connect(endpoint, ec);
-        if (ec) {
+        if (!Connect(ioc, stream, endpoint, std::chrono::seconds(1))) {
           ++other;
           continue;
         }
@@ -443,7 +462,7 @@ int Headers(const Options& o) {
         req.set("X-Big", big);
         req.body() = R"({"domain":"bench","descriptors":[]})";
         req.prepare_payload();
-        const int status = HttpExchange(stream, buffer, req, std::chrono::seconds(5));
+        const int status = HttpExchange(ioc, stream, buffer, req, std::chrono::seconds(5));
         status == 431 ? ++refused : ++other;
       }
     });
@@ -464,6 +483,7 @@ int Main(int argc, char** argv) {
   probe->add_option("--pid", o.pid)->required();
   probe->add_option("--out", o.out)->required();
   probe->add_option("--interval-ms", o.interval_ms);
+  probe->add_option("--until-file", o.until_file, "stop once this file exists");
   probe->add_flag("--fresh", o.fresh, "a new connection for each decision");
   auto* flood = app.add_subcommand("flood", "concurrent ShouldRateLimit calls");
   flood->add_option("--grpc", o.grpc);
@@ -495,6 +515,7 @@ int Main(int argc, char** argv) {
   o.connections = std::max(1, o.connections);
   o.inflight = std::clamp(o.inflight, 1, 256);
   o.keys = std::max(1, o.keys);
+  o.header_bytes = std::clamp(o.header_bytes, 1, 60'000);  // Beast refuses a field over 64 KB.
   // Debian's Abseil checks lock order on every absl::Mutex lock (built without NDEBUG); gRPC
   // locks several per call.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
