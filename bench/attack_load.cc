@@ -225,6 +225,10 @@ class Probe {
     const int64_t start_ms = UnixMillis();
     const auto start = Clock::now();
     const grpc::Status status = stub_->ShouldRateLimit(&context, request, &response);
+    if (o_.fresh) {  // Closed at once: a new client holds no connection between its decisions.
+      stub_.reset();
+      channel_.reset();
+    }
     return {start_ms, MicrosSince(start),
             status.ok() && response.overall_code() == RateLimitResponse::OK};
   }
@@ -254,6 +258,7 @@ class Probe {
       status = HttpExchange(ioc_, *stream_, buffer_, req, left);
       if (status < 0) stream_.reset();
     }
+    if (o_.fresh) stream_.reset();
     return {start_ms, MicrosSince(start), status == 200};
   }
 
