@@ -304,6 +304,7 @@ int RunServer(const ServerSettings& settings) {
       state.listeners.push_back({.name = http_names[i],
                                  .accepted = l.accepted,
                                  .rejected_over_cap = l.rejected_over_cap,
+                                 .closed_idle_at_cap = l.closed_idle_at_cap,
                                  .accept_failures = l.accept_failures});
     }
     return state;
