@@ -38,9 +38,10 @@ class IdleSessions {
  public:
   using Position = std::list<BeastSession*>::iterator;
 
+  // Lists `session` last unless it is listed.
   void Add(BeastSession* session, std::optional<Position>& position) {
     const std::lock_guard<std::mutex> lock(mu_);
-    position = list_.insert(list_.end(), session);
+    if (!position.has_value()) position = list_.insert(list_.end(), session);
   }
   void Remove(std::optional<Position>& position) {
     const std::lock_guard<std::mutex> lock(mu_);
@@ -65,6 +66,9 @@ class BeastSession : public std::enable_shared_from_this<BeastSession> {
   BeastSession(Stream::socket_type socket, const BeastServer::Handler& handler,
                const BeastServerOptions& options, std::atomic<size_t>& open, IdleSessions& idle)
       : stream_(std::move(socket)), handler_(handler), options_(options), open_(open), idle_(idle) {
+    // Waiting for its first request from the start: listed before it is counted in the cap.
+    waiting_ = true;
+    idle_.Add(this, idle_position_);
     open_.fetch_add(1);
     boost::system::error_code ignored;
     peer_ = stream_.socket().remote_endpoint(ignored);
