@@ -8,7 +8,7 @@ LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 FUZZ_SECONDS ?= 60
 DEB_BUILD_DIR ?= build-deb
 
-.PHONY: all deps configure build run test deb sanitize asan tsan fuzz bench plots plot-data format tidy clean
+.PHONY: all deps configure build run test deb sanitize asan tsan fuzz bench plots plot-data attack format tidy clean
 
 all: build
 
@@ -69,6 +69,12 @@ plot-data: configure
 	@SECONDS_PER_RUN=4 bash bench/sluiced_bench.sh $(BUILD_DIR)
 	@ROUNDS=3 REQUESTS=100000 bash bench/script_cost.sh $(BUILD_DIR)
 	@bash bench/plot.sh
+
+# The attack run of docs/reliability.md: one table of the attacks of issue 13 (about 2 minutes on
+# 2 cores; redis-server). Not part of `make test`.
+attack: configure
+	@cmake --build $(BUILD_DIR) -j$(JOBS) --target sluiced rls_load attack_load -- --no-print-directory
+	@bash bench/attack.sh $(BUILD_DIR)
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

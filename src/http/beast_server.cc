@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cstdio>
 #include <exception>
+#include <list>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -26,6 +28,33 @@ using tcp = net::ip::tcp;
 
 namespace internal {
 
+class BeastSession;
+
+// The sessions waiting for a request (a new connection, or a kept-alive one between requests),
+// oldest first: at the connection cap the oldest is closed to make room, so that connections
+// held open without requests (an idle flood, slowloris) cannot keep new clients out. Sessions
+// add and remove themselves on their own threads; the listener takes from the front on its own.
+class IdleSessions {
+ public:
+  using Position = std::list<BeastSession*>::iterator;
+
+  // Lists `session` last unless it is listed.
+  void Add(BeastSession* session, std::optional<Position>& position) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (!position.has_value()) position = list_.insert(list_.end(), session);
+  }
+  void Remove(std::optional<Position>& position) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (position.has_value()) list_.erase(*std::exchange(position, std::nullopt));
+  }
+  // Removes the oldest and returns it, or null when there is none (or it is being destroyed).
+  std::shared_ptr<BeastSession> TakeOldest();
+
+ private:
+  std::mutex mu_;
+  std::list<BeastSession*> list_;
+};
+
 // Concrete executor types rather than the type-erased default: measured on sluiced's /json path.
 using Stream = beast::basic_stream<tcp, BeastServer::Executor>;
 
@@ -35,15 +64,21 @@ class BeastSession : public std::enable_shared_from_this<BeastSession> {
   // `open` counts the connection while the session lives; it, `handler` and `options` must outlive
   // the session.
   BeastSession(Stream::socket_type socket, const BeastServer::Handler& handler,
-               const BeastServerOptions& options, std::atomic<size_t>& open)
-      : stream_(std::move(socket)), handler_(handler), options_(options), open_(open) {
+               const BeastServerOptions& options, std::atomic<size_t>& open, IdleSessions& idle)
+      : stream_(std::move(socket)), handler_(handler), options_(options), open_(open), idle_(idle) {
+    // Waiting for its first request from the start: listed before it is counted in the cap.
+    waiting_ = true;
+    idle_.Add(this, idle_position_);
     open_.fetch_add(1);
     boost::system::error_code ignored;
     peer_ = stream_.socket().remote_endpoint(ignored);
   }
   BeastSession(const BeastSession&) = delete;
   BeastSession& operator=(const BeastSession&) = delete;
-  ~BeastSession() { open_.fetch_sub(1); }
+  ~BeastSession() {
+    idle_.Remove(idle_position_);
+    open_.fetch_sub(1);
+  }
 
   void Run() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
@@ -52,6 +87,17 @@ class BeastSession : public std::enable_shared_from_this<BeastSession> {
   BeastServer::Executor executor() { return stream_.get_executor(); }
 
   // Writes `response` on this connection's thread: at once when called there, else dispatched.
+  // Closes the connection if it is still waiting for a request (it may have received one since it
+  // was chosen). On the session's thread.
+  void CloseIfIdle() {
+    if (!waiting_) return;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  std::optional<IdleSessions::Position>& idle_position() { return idle_position_; }
+
   static void Answer(std::shared_ptr<BeastSession> self, BeastServer::Response response) {
     const BeastServer::Executor executor = self->stream_.get_executor();
     net::dispatch(executor, [self = std::move(self), response = std::move(response)]() mutable {
@@ -65,12 +111,16 @@ class BeastSession : public std::enable_shared_from_this<BeastSession> {
     parser_->header_limit(options_.max_header_bytes);
     parser_->body_limit(options_.max_body_bytes);
     stream_.expires_after(options_.idle_timeout);
+    waiting_ = true;
+    idle_.Add(this, idle_position_);
     bhttp::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
+    waiting_ = false;
+    idle_.Remove(idle_position_);
     if (ec == bhttp::error::header_limit) {
       return Refuse(bhttp::status::request_header_fields_too_large,
                     R"({"error":"request header fields too large"})");
@@ -127,9 +177,24 @@ class BeastSession : public std::enable_shared_from_this<BeastSession> {
   const BeastServer::Handler& handler_;
   const BeastServerOptions& options_;
   std::atomic<size_t>& open_;
+  IdleSessions& idle_;
+  // Where this session is in idle_ while it waits for a request; guarded by idle_'s lock.
+  std::optional<IdleSessions::Position> idle_position_;
+  bool waiting_ = false;  // Waiting for a request; on the session's thread.
   bool keep_alive_ = true;
   unsigned version_ = 11;
 };
+
+std::shared_ptr<BeastSession> IdleSessions::TakeOldest() {
+  const std::lock_guard<std::mutex> lock(mu_);
+  if (list_.empty()) return nullptr;
+  BeastSession* oldest = list_.front();
+  list_.pop_front();
+  oldest->idle_position().reset();
+  // Alive while listed (its destructor removes it under this lock), but perhaps already being
+  // destroyed: then lock() is null.
+  return oldest->weak_from_this().lock();
+}
 
 }  // namespace internal
 
@@ -150,10 +215,12 @@ struct BeastServer::Impl {
                                          .address = options.address,
                                          .port = options.port,
                                          .max_connections = options.max_connections,
-                                         .log = options.log},
+                                         .log = options.log,
+                                         .make_room = [this] { return MakeRoom(); }},
             [this]() -> net::io_context& { return *contexts[next_context++ % contexts.size()]; },
             [this](internal::Stream::socket_type socket) {
-              std::make_shared<internal::BeastSession>(std::move(socket), handler, options, open)
+              std::make_shared<internal::BeastSession>(std::move(socket), handler, options, open,
+                                                       idle)
                   ->Run();
             },
             [this] { return open.load(); }) {
@@ -163,8 +230,25 @@ struct BeastServer::Impl {
     }
   }
 
+  // At the cap: asks the longest-idle session to close, on its own thread. The connections may
+  // pass the cap by the closes still on their way, at most a sixteenth of it.
+  bool MakeRoom() {
+    if (!options.close_idle_at_cap) return false;
+    if (open.load() >=
+        options.max_connections + std::max<size_t>(1, options.max_connections / 16)) {
+      return false;
+    }
+    std::shared_ptr<internal::BeastSession> oldest = idle.TakeOldest();
+    if (oldest == nullptr) return false;
+    const BeastServer::Executor executor = oldest->executor();
+    net::post(executor, [oldest = std::move(oldest)] { oldest->CloseIfIdle(); });
+    return true;
+  }
+
   BeastServerOptions options;
   Handler handler;
+  // Sessions waiting for a request. Declared before the contexts, as `open` is.
+  internal::IdleSessions idle;
   // Open sessions. Declared before the contexts, whose destruction destroys the last sessions.
   std::atomic<size_t> open{0};
   std::vector<std::unique_ptr<net::io_context>> contexts;

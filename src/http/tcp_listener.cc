@@ -99,7 +99,15 @@ void TcpListener::OnAccepted(const boost::system::error_code& ec, Socket socket)
   if (PauseAfter(ec)) return;
   if (!ec) {
     failing_since_us_.store(0);
-    if (open_connections_() >= options_.max_connections) {
+    const bool at_cap = open_connections_() >= options_.max_connections;
+    if (at_cap && options_.make_room && options_.make_room()) {
+      const uint64_t closed = closed_idle_at_cap_.fetch_add(1) + 1;
+      Log(absl::StrCat(options_.name, ": ", options_.max_connections,
+                       " connections open, the cap; closing the longest-idle ones to make room (",
+                       closed, " so far)"));
+      accepted_.fetch_add(1);
+      on_accept_(std::move(socket));
+    } else if (at_cap) {
       // Accepted only to be closed: the client learns at once, and the backlog does not fill
       // with connections that would wait there for a slot. Counted first, so that a client
       // that sees the close also sees the count.
@@ -163,6 +171,7 @@ absl::Status TcpListener::Health() const {
 ListenerStats TcpListener::Stats() const {
   return {.accepted = accepted_.load(),
           .rejected_over_cap = rejected_over_cap_.load(),
+          .closed_idle_at_cap = closed_idle_at_cap_.load(),
           .accept_failures = accept_failures_.load()};
 }
 

@@ -2,8 +2,9 @@
 // listener over plain TCP, with a connection cap, a backoff when descriptors run out, and a health
 // answer. Internal to sluice: not an installed header.
 //
-// - Cap: when `max_connections` connections are open (as the owner counts them), a new one is
-//   accepted and closed at once, and counted; the client sees its connection closed instead of
+// - Cap: when `max_connections` connections are open (as the owner counts them), the owner may
+//   close an idle one to make room (`make_room`); otherwise a new one is accepted and closed at
+//   once, and counted; the client sees its connection closed instead of
 //   waiting in the backlog, and the descriptors left stay for the other listener and the store.
 // - Out of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM): the loop waits as
 //   sluice/http/accept_backoff.h says instead of spinning, and accepts again by itself.
@@ -60,6 +61,9 @@ struct TcpListenerOptions {
   Clock* clock = nullptr;
   // Receives warnings and errors. Default (empty): standard error.
   std::function<void(std::string_view line)> log{};
+  // At the cap, asked to make room for the new connection by closing an idle one; true when it
+  // did, and the new connection is then accepted. Default (empty): never; the new one is closed.
+  std::function<bool()> make_room{};
 };
 
 class TcpListener {
@@ -126,6 +130,7 @@ class TcpListener {
   std::atomic<int> fatal_errno_{0};
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> rejected_over_cap_{0};
+  std::atomic<uint64_t> closed_idle_at_cap_{0};
   std::atomic<uint64_t> accept_failures_{0};
 };
 

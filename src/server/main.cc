@@ -98,6 +98,10 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
                  "Decisions in flight beyond which gRPC calls get RESOURCE_EXHAUSTED")
       ->check(CLI::Range(size_t{1}, size_t{100'000'000}))
       ->capture_default_str();
+  app.add_option("--memory-release-step-bytes", s.memory_release_step_bytes,
+                 "Give freed heap memory back to the OS once RSS has grown this much since the "
+                 "last time and as much is free (checked every config poll); 0: never")
+      ->capture_default_str();
   app.add_option("--drain-ms", s.drain_ms, "After SIGTERM, fail health checks this long")
       ->capture_default_str();
   app.add_option("--grpc-max-connection-age-ms", x.grpc_max_connection_age_ms,

@@ -83,6 +83,7 @@ struct ListenerState {
   std::string name{};  // "http", "grpc", "debug", "prometheus"
   uint64_t accepted = 0;
   uint64_t rejected_over_cap = 0;
+  uint64_t closed_idle_at_cap = 0;
   uint64_t accept_failures = 0;
 };
 

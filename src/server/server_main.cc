@@ -27,6 +27,7 @@
 #include "src/server/http_server.h"
 #include "src/server/json_log_format.h"
 #include "src/server/listeners.h"
+#include "src/server/memory_release.h"
 #include "src/server/metrics.h"
 #include "src/server/per_second_store.h"
 #include "src/server/rate_limit_service.h"
@@ -305,6 +306,7 @@ int RunServer(const ServerSettings& settings) {
       state.listeners.push_back({.name = http_names[i],
                                  .accepted = l.accepted,
                                  .rejected_over_cap = l.rejected_over_cap,
+                                 .closed_idle_at_cap = l.closed_idle_at_cap,
                                  .accept_failures = l.accept_failures});
     }
     return state;
@@ -333,6 +335,8 @@ int RunServer(const ServerSettings& settings) {
                  settings.statsd.flush_interval.count());
   }
 
+  // After a burst (a gRPC flood, a reload), RSS back near its baseline: see memory_release.h.
+  MemoryRelease memory_release(settings.memory_release_step_bytes);
   for (;;) {
     const timespec timeout = Timespec(settings.config_poll_ms);
     const int sig = sigtimedwait(&signals, nullptr, &timeout);
@@ -352,6 +356,12 @@ int RunServer(const ServerSettings& settings) {
       reloader.Request("on change");
     }
     check_health();
+    if (std::optional<MemoryReleaseResult> r = memory_release.Poll(); r.has_value()) {
+      spdlog::debug(
+          "memory: RSS {} MiB -> {} MiB, freed heap given back to the OS ({} MiB free, "
+          "{} us)",
+          r->rss_before >> 20, r->rss_after >> 20, r->free_bytes >> 20, r->took.count());
+    }
   }
   health.OnChange(nullptr);
   grpc.Stop();

@@ -89,6 +89,9 @@ struct ServerSettings {
   // gRPC decisions waiting for the store beyond which calls get RESOURCE_EXHAUSTED at once; at
   // least 1 (0 would refuse every call). The default is GrpcServerOptions' own.
   size_t grpc_max_in_flight = 10'000;
+  // Freed heap memory is given back to the OS (malloc_trim) once RSS has grown this many bytes
+  // since the last time and malloc holds as much free (MemoryRelease); 0: never.
+  uint64_t memory_release_step_bytes = uint64_t{8} << 20;
   // gRPC: a connection lives this long (+-10%), then gets this grace (0: unlimited).
   std::chrono::milliseconds grpc_max_connection_age{0};
   std::chrono::milliseconds grpc_max_connection_age_grace{0};

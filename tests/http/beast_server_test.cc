@@ -88,22 +88,30 @@ class BeastServerTest : public ::testing::Test {
     server_ = std::make_unique<BeastServer>(std::move(options), std::move(handler));
     ASSERT_TRUE(server_->Start().ok());
   }
+  size_t LineCount() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return lines_.size();
+  }
+
+  // What the handlers and the log callback record, from the server's threads; declared before
+  // the server, which stops (and stops calling them) first.
+  std::mutex mu_;
+  std::string seen_;
+  std::vector<std::string> lines_;
   std::unique_ptr<BeastServer> server_;
 };
 
 // Verifies the handler sees the request as sent (method, target with its query, a header, the
 // body) and the client's address, and that its answer reaches the client with the Server field.
 TEST_F(BeastServerTest, HandlerSeesTheRequestAndThePeer) {
-  std::mutex mu;
-  std::string seen;
   Start({.server_header = "test-server"},
-        [&](BeastServer::Request& req, const boost::asio::ip::tcp::endpoint& peer,
-            BeastServer::Responder respond) {
+        [this](BeastServer::Request& req, const boost::asio::ip::tcp::endpoint& peer,
+               BeastServer::Responder respond) {
           {
-            const std::lock_guard<std::mutex> lock(mu);
-            seen = std::string(req.method_string()) + " " + std::string(req.target()) + " " +
-                   std::string(req[bhttp::field::authorization]) + " " + req.body() + " " +
-                   peer.address().to_string();
+            const std::lock_guard<std::mutex> lock(mu_);
+            seen_ = std::string(req.method_string()) + " " + std::string(req.target()) + " " +
+                    std::string(req[bhttp::field::authorization]) + " " + req.body() + " " +
+                    peer.address().to_string();
           }
           std::move(respond)(Ok("answer"));
         });
@@ -116,8 +124,8 @@ TEST_F(BeastServerTest, HandlerSeesTheRequestAndThePeer) {
   EXPECT_TRUE(answer.starts_with("HTTP/1.1 200 OK\r\n")) << answer;
   EXPECT_NE(answer.find("Server: test-server\r\n"), std::string::npos) << answer;
   EXPECT_TRUE(answer.ends_with("\r\n\r\nanswer")) << answer;
-  const std::lock_guard<std::mutex> lock(mu);
-  EXPECT_EQ(seen, "POST /a/b?c=d Bearer u body 127.0.0.1");
+  const std::lock_guard<std::mutex> lock(mu_);
+  EXPECT_EQ(seen_, "POST /a/b?c=d Bearer u body 127.0.0.1");
 }
 
 // Verifies an answer given later from another thread (as an asynchronous store answers) reaches
@@ -203,14 +211,15 @@ TEST_F(BeastServerTest, HeadersTooLargeAre431AndBodyTooLargeIs413) {
       "HTTP/1.1 200 OK");
 }
 
-// Verifies the connection cap: with 2 open, a third is closed at once, counted and logged through
-// the log callback; once the 2 are gone, the server serves again.
+// Verifies the connection cap without `close_idle_at_cap`: with 2 open, a third is closed at once,
+// counted and logged through the log callback; once the 2 are gone, the server serves again.
 TEST_F(BeastServerTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
-  std::mutex mu;
-  std::vector<std::string> lines;
-  Start({.name = "capped", .max_connections = 2, .log = [&](std::string_view line) {
-           const std::lock_guard<std::mutex> lock(mu);
-           lines.emplace_back(line);
+  Start({.name = "capped",
+         .max_connections = 2,
+         .close_idle_at_cap = false,
+         .log = [this](std::string_view line) {
+           const std::lock_guard<std::mutex> lock(mu_);
+           lines_.emplace_back(line);
          }});
   const int port = server_->port();
   auto held = std::make_unique<testing::IdleConnections>(port, 2);
@@ -221,10 +230,12 @@ TEST_F(BeastServerTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
   EXPECT_TRUE(testing::ClosedByPeer(third.fd(0), std::chrono::seconds(10)));
   EXPECT_EQ(server_->listener_stats().rejected_over_cap, 1u);
   EXPECT_EQ(server_->listener_stats().accepted, 2u);
+  // Logged just after the close.
+  ASSERT_TRUE(testing::WaitFor([&] { return LineCount() == 1; }, 10'000));
   {
-    const std::lock_guard<std::mutex> lock(mu);
-    ASSERT_EQ(lines.size(), 1u);
-    EXPECT_TRUE(lines[0].starts_with("capped: 2 connections open, the cap")) << lines[0];
+    const std::lock_guard<std::mutex> lock(mu_);
+    EXPECT_TRUE(lines_[0].starts_with("capped: 2 connections open, the cap; closing new"))
+        << lines_[0];
   }
   held.reset();
   EXPECT_TRUE(testing::WaitFor(
@@ -233,6 +244,75 @@ TEST_F(BeastServerTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
         return r.ok() && r->status == 200;
       },
       10'000));
+}
+
+// Verifies the default at the cap: with 2 idle connections open, a new client is served, and one
+// of the idle connections (the one waiting longest) is closed to make room, counted and logged.
+TEST_F(BeastServerTest, IdleConnectionsMakeRoomAtTheCap) {
+  Start({.name = "capped", .max_connections = 2, .log = [this](std::string_view line) {
+           const std::lock_guard<std::mutex> lock(mu_);
+           lines_.emplace_back(line);
+         }});
+  const int port = server_->port();
+  testing::IdleConnections held(port, 2);
+  ASSERT_EQ(held.size(), 2u);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->open_connections() == 2; }, 10'000));
+  absl::StatusOr<testing::HttpResult> r = testing::HttpGet(port, "/");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return testing::ClosedByPeerNow(held.fd(0)) || testing::ClosedByPeerNow(held.fd(1)); },
+      10'000));
+  EXPECT_FALSE(testing::ClosedByPeerNow(held.fd(0)) && testing::ClosedByPeerNow(held.fd(1)));
+  EXPECT_EQ(server_->listener_stats().closed_idle_at_cap, 1u);
+  EXPECT_EQ(server_->listener_stats().rejected_over_cap, 0u);
+  ASSERT_TRUE(testing::WaitFor([&] { return LineCount() == 1; }, 10'000));
+  const std::lock_guard<std::mutex> lock(mu_);
+  EXPECT_TRUE(
+      lines_[0].starts_with("capped: 2 connections open, the cap; closing the longest-idle"))
+      << lines_[0];
+}
+
+// Verifies a connection with a request in progress is never closed to make room: with 2 such
+// connections at a cap of 2, a third is closed at once; once they are answered, new clients are
+// served again.
+TEST_F(BeastServerTest, BusyConnectionsAreNotClosedToMakeRoom) {
+  std::vector<BeastServer::Responder> pending;
+  Start({.max_connections = 2}, [&](BeastServer::Request&, const boost::asio::ip::tcp::endpoint&,
+                                    BeastServer::Responder respond) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    pending.push_back(std::move(respond));
+  });
+  const int port = server_->port();
+  testing::IdleConnections busy(port, 2);
+  ASSERT_EQ(busy.size(), 2u);
+  const std::string get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (size_t i = 0; i < busy.size(); ++i) {
+    ASSERT_EQ(::send(busy.fd(i), get.data(), get.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(get.size()));
+  }
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        const std::lock_guard<std::mutex> lock(mu_);
+        return pending.size() == 2;
+      },
+      10'000));
+  testing::IdleConnections third(port, 1);
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_TRUE(testing::ClosedByPeer(third.fd(0), std::chrono::seconds(10)));
+  EXPECT_EQ(server_->listener_stats().rejected_over_cap, 1u);
+  EXPECT_EQ(server_->listener_stats().closed_idle_at_cap, 0u);
+  EXPECT_FALSE(testing::ClosedByPeerNow(busy.fd(0)));
+  EXPECT_FALSE(testing::ClosedByPeerNow(busy.fd(1)));
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    for (BeastServer::Responder& respond : pending) std::move(respond)(Ok("late"));
+    pending.clear();
+  }
+  for (size_t i = 0; i < busy.size(); ++i) {
+    EXPECT_TRUE(Exchange(busy.fd(i), "", 1).ends_with("\r\n\r\nlate"));
+  }
+  server_->Stop();  // Before `pending` goes.
 }
 
 // Verifies ListenerHealth() notices a listening socket that fails for good (shut down under the

@@ -169,7 +169,7 @@ TEST(Metrics, RendersTheServerState) {
   m.SetServerStateSource([] {
     return ServerState{
         .listeners = {{.name = "grpc", .accepted = 4, .rejected_over_cap = 2, .accept_failures = 1},
-                      {.name = "http", .accepted = 9}},
+                      {.name = "http", .accepted = 9, .closed_idle_at_cap = 7}},
         .grpc_in_flight = 3,
         .grpc_rejected_in_flight = 5,
         .grpc_unparsable_requests = 6};
@@ -179,6 +179,7 @@ TEST(Metrics, RendersTheServerState) {
   EXPECT_THAT(text, HasSubstr("sluice_listener_accepted_total{listener=\"http\"} 9\n"));
   EXPECT_THAT(text, HasSubstr("sluice_listener_rejected_over_cap_total{listener=\"grpc\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("sluice_listener_accept_failures_total{listener=\"grpc\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("sluice_listener_closed_idle_at_cap_total{listener=\"http\"} 7\n"));
   EXPECT_THAT(text, HasSubstr("sluice_grpc_in_flight 3\n"));
   EXPECT_THAT(text, HasSubstr("sluice_grpc_rejected_in_flight_total 5\n"));
   EXPECT_THAT(text, HasSubstr("sluice_grpc_unparsable_requests_total 6\n"));

@@ -102,6 +102,16 @@ inline bool ClosedByPeer(int fd, std::chrono::seconds timeout) {
   }
 }
 
+// ClosedByPeerNow()
+//
+// Whether the peer has closed or reset `fd` by now (what it sent, if anything, stays unread).
+inline bool ClosedByPeerNow(int fd) {
+  char byte = 0;
+  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return true;
+  return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+}
+
 // ListeningSocketFd()
 //
 // The descriptor of this process's listening TCP socket on `port`, or -1.

@@ -40,6 +40,8 @@ struct ListenerStats {
   uint64_t accepted = 0;
   // Connections closed at once because the cap of open connections was reached.
   uint64_t rejected_over_cap = 0;
+  // Idle connections closed at the cap to make room for a new one.
+  uint64_t closed_idle_at_cap = 0;
   // Accepts that failed for lack of descriptors or memory (each followed by a wait).
   uint64_t accept_failures = 0;
 };

@@ -5,8 +5,9 @@
 //   connection's handlers never run concurrently and need no strand; one more thread accepts.
 // - Limits: request headers over `max_header_bytes` get 431 and a body over `max_body_bytes` 413
 //   (then the connection closes: the rest of the request is unread); a connection idle for
-//   `idle_timeout` is closed; beyond `max_connections` open ones a new connection is closed at once
-//   and counted; an accept that fails for lack of descriptors waits (accept_backoff.h) instead of
+//   `idle_timeout` is closed; at `max_connections` open ones a new connection replaces the
+//   longest-idle one (`close_idle_at_cap`), or is closed at once when none is idle, and counted;
+//   an accept that fails for lack of descriptors waits (accept_backoff.h) instead of
 //   spinning.
 // - The handler answers each request exactly once through its Responder, from any thread: it may
 //   wait on an asynchronous store without blocking an I/O thread. The server sets the answer's
@@ -74,6 +75,11 @@ struct BeastServerOptions {
   std::chrono::seconds idle_timeout{30};
   // Open connections beyond which new ones are closed at once and counted. Default: 10,000.
   size_t max_connections = 10'000;
+  // At `max_connections`, a new connection closes the connection that has waited longest for a
+  // request (new, or kept alive between requests) and takes its place; only when none is waiting
+  // is the new one closed. Connections held open without requests (an idle flood, slowloris)
+  // then cannot keep new clients out. Default: true.
+  bool close_idle_at_cap = true;
   // The Server field of every answer; empty: none. Default: none.
   std::string server_header{};
   // Receives the accept loop's warnings and errors (out of descriptors, over the cap, a listening
@@ -140,7 +146,8 @@ class BeastServer {
   // is not started, or when accepts have failed for lack of descriptors for 5 s.
   absl::Status ListenerHealth() const;
 
-  // Accept counters: connections accepted, closed over the cap, failed accepts.
+  // Accept counters: connections accepted, closed over the cap, idle ones closed at the cap,
+  // failed accepts.
   ListenerStats listener_stats() const;
 
   // Connections open now.

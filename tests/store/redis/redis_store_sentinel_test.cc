@@ -201,8 +201,10 @@ TEST(RedisStoreSentinel, OverAdmitsWhatTheReplicaMissed) {
                           .replica_detached_for = milliseconds(300)};
   const Figures f = RunFailover(**sentinel, scenario);
   Report("kill 300 ms after the replica fell behind, async replication", scenario.load, f);
-  // 1000 checks/s for 300 ms: about 300 admitted on the old primary alone, 30 per key.
-  EXPECT_GE(f.over_admitted, 200);
+  // 1000 checks/s for 300 ms: about 300 admitted on the old primary alone, 30 per key, and never
+  // more than the window allows. The lower bound only shows the loss happened: on a loaded
+  // machine the load threads fall behind their rate and the window admits fewer.
+  EXPECT_GT(f.over_admitted, 0);
   EXPECT_LE(f.over_admitted, 400);
   EXPECT_LT(f.slowest_ms, static_cast<double>((kDeadline * 10).count()));
 }
