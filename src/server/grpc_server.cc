@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <thread>
@@ -36,6 +38,7 @@
 #include "src/http/tcp_listener.h"
 #include "src/server/h2/grpc_h2_server.h"
 #include "src/util/log_throttle.h"
+#include "src/util/mutex.h"
 
 namespace sluice::server {
 namespace {
@@ -79,7 +82,7 @@ class ShouldRateLimitCalls {
             absl::FunctionRef<std::string()> peer, Done done) {
     // Counted before anything else, so that the bound holds however many calls arrive at once.
     if (in_flight_.fetch_add(1) >= max_in_flight_) {
-      in_flight_.fetch_sub(1);
+      Release();
       const uint64_t rejected = rejected_in_flight_.fetch_add(1) + 1;
       if (internal::LogPermit p = flood_log_.Acquire(); p.log) {
         spdlog::warn(
@@ -93,7 +96,7 @@ class ShouldRateLimitCalls {
     }
     RateLimitRequest request;
     if (!parse(request)) {
-      in_flight_.fetch_sub(1);
+      Release();
       unparsable_.fetch_add(1);
       if (internal::LogPermit p = parse_log_.Acquire(); p.log) {
         spdlog::warn("grpc: ShouldRateLimit from {}: {} bytes that are not a RateLimitRequest{}",
@@ -104,9 +107,18 @@ class ShouldRateLimitCalls {
     }
     service_.ShouldRateLimit(
         request, [this, done = std::move(done)](absl::StatusOr<RateLimitResponse> result) mutable {
-          in_flight_.fetch_sub(1);
           std::move(done)(std::move(result));
+          Release();  // Last: Stop() may free this once none is in flight.
         });
+  }
+
+  // Waits up to `bound` until no decision is in flight; false if some still are. After true, no
+  // answer touches this object again (the nghttp2 engine's Stop() may return while the store still
+  // holds calls whose clients went away).
+  bool WaitIdle(std::chrono::milliseconds bound) {
+    std::unique_lock lock(idle_mu_);
+    return idle_.wait_for(
+        lock, bound, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return in_flight_.load() == 0; });
   }
 
   size_t in_flight() const { return in_flight_.load(); }
@@ -121,6 +133,13 @@ class ShouldRateLimitCalls {
   std::atomic<uint64_t> unparsable_{0};
   internal::LogThrottle flood_log_;  // One line a second each.
   internal::LogThrottle parse_log_;
+  // Under the lock, so that WaitIdle(), once it sees none in flight, is the last to touch this.
+  void Release() {
+    internal::MutexLock lock(&idle_mu_);
+    if (in_flight_.fetch_sub(1) == 1) idle_.notify_all();
+  }
+  internal::Mutex idle_mu_;
+  std::condition_variable_any idle_;
 };
 
 // ShouldRateLimit registered raw: the request arrives as bytes and is parsed here, so bytes that
@@ -435,6 +454,10 @@ GrpcServerStats GrpcServer::Stats() const {
 void GrpcServer::Stop() {
   if (impl_ != nullptr && impl_->h2 != nullptr) {
     impl_->h2->Stop();
+    if (!impl_->calls.WaitIdle(std::chrono::seconds(10))) {
+      spdlog::error("grpc: {} decisions still in flight after 10 s; stopping anyway",
+                    impl_->calls.in_flight());
+    }
     impl_.reset();
     return;
   }

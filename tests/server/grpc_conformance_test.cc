@@ -216,6 +216,36 @@ TEST_P(GrpcConformanceTest, StopFinishesTheCallInFlight) {
   stopper.join();
 }
 
+// Verifies Stop() waits for a decision the store still holds after its client went away: the late
+// answer then finds the server's state alive (ASan sees it otherwise), and Stop() returns after.
+TEST_P(GrpcConformanceTest, StopWaitsForADecisionWhoseClientLeft) {
+  Start(/*deferred=*/true);
+  const int port = server_->port();
+  {
+    std::promise<grpc::Status> done;
+    grpc::ClientContext context;
+    RateLimitResponse response;
+    const RateLimitRequest request = IpRequest();
+    stub_->async()->ShouldRateLimit(&context, &request, &response,
+                                    [&done](grpc::Status s) { done.set_value(s); });
+    ASSERT_TRUE(testing::WaitFor([&] { return deferred_->pending() == 1; }, 10'000));
+    context.TryCancel();
+    done.get_future().wait();
+    stub_.reset();
+    channel_.reset();
+  }
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    server_->Stop();
+    stopped.store(true);
+  });
+  ASSERT_TRUE(testing::WaitFor([&] { return Refused(port); }, 10'000));
+  EXPECT_FALSE(stopped.load());
+  EXPECT_EQ(deferred_->RunPendingOnThread(), 1u);
+  stopper.join();
+  EXPECT_TRUE(stopped.load());
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, GrpcConformanceTest,
                          ::testing::Values(GrpcEngine::kGrpc, GrpcEngine::kNghttp2),
                          [](const auto& info) {
