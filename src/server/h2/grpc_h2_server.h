@@ -1,7 +1,7 @@
 // GrpcH2Server: unary gRPC methods over HTTP/2 with nghttp2 (libnghttp2) and Boost.Asio, plain
-// TCP only: sluiced's opt-in lean engine (--grpc-engine nghttp2), measured at a quarter of gRPC
-// C++'s CPU per call (bench/h2_floor.sh). GrpcServer (grpc_server.h) drives it; it knows nothing
-// of rate limiting.
+// TCP only: sluiced's opt-in lean engine (--grpc-engine nghttp2), because gRPC C++ cost sluiced
+// 2-3x the CPU per decision (docs/PERFORMANCE.md, "gRPC engines"). GrpcServer (grpc_server.h)
+// drives it; it knows nothing of rate limiting.
 //
 // What it serves: the unary methods it is given, by path ("/pkg.Service/Method"), and
 // grpc.health.v1.Health/Check for `health_services` (another name: NOT_FOUND; Watch, a streaming
