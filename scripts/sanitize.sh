@@ -13,8 +13,9 @@ cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 
 # Threads meet here: stores and their completions on I/O threads, the Redis client and its
-# topologies, the failure policy, the service with an asynchronous store, the middleware. Not the
-# gRPC server: Debian's gRPC is not built for TSan, and its own threads report races.
+# topologies, the failure policy, the service with an asynchronous store, the middleware, the HTTP
+# server and the nghttp2 gRPC engine. Not the gRPC C++ server: Debian's gRPC is not built for
+# TSan, and its own threads report races.
 TSAN_TESTS=(
   memory_store_concurrency_test memory_store_check_all_test failure_policy_store_test
   redis_client_test redis_client_fault_test redis_pipeline_test redis_client_handshake_test
@@ -22,7 +23,7 @@ TSAN_TESTS=(
   sentinel_client_test rate_limit_service_test rate_limit_service_async_test
   rate_limit_service_redis_test http_api_test metrics_test config_reloader_test
   health_test http_server_test
-  middleware_test middleware_failure_test beast_test beast_server_test
+  middleware_test middleware_failure_test beast_test beast_server_test grpc_h2_server_test
 )
 # Untrusted bytes are parsed here: URLs, RESP, config, /json, keys, client addresses; and the
 # replayed fuzz corpora.
@@ -31,7 +32,7 @@ ASAN_TESTS=(
   cluster_topology_test redis_connection_hostile_test cross_slot_test
   parse_test load_test match_test wildcard_test rls_json_test client_ip_test
   route_template_test rate_limit_headers_test middleware_config_test settings_test
-  json_log_format_test
+  json_log_format_test grpc_framing_test
   memory_store_test memory_store_overflow_test slot_table_test
   config_corpus_test resp_reader_corpus_test store_url_corpus_test redis_keys_corpus_test
   rls_json_corpus_test rls_json_codec_corpus_test
