@@ -12,13 +12,13 @@
 #include "gtest/gtest.h"
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include "sluice/config.h"
 #include "sluice/memory_store.h"
 
 #include "src/server/grpc_server.h"
+#include "tests/server/grpc_engine_test_support.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/deferred_store.h"
 
@@ -28,35 +28,8 @@ namespace {
 using envoy::service::ratelimit::v3::RateLimitRequest;
 using envoy::service::ratelimit::v3::RateLimitResponse;
 
-constexpr const char* kConfig = R"yaml(
-domain: edge
-descriptors:
-  - key: remote_address
-    rate_limit: {unit: hour, requests_per_unit: 1000}
-)yaml";
-
-RateLimitRequest IpRequest(const std::string& ip = "10.1.1.1") {
-  RateLimitRequest request;
-  request.set_domain("edge");
-  auto* entry = request.add_descriptors()->add_entries();
-  entry->set_key("remote_address");
-  entry->set_value(ip);
-  return request;
-}
-
-grpc::Status UnaryRaw(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
-                      const std::string& bytes) {
-  grpc::Slice slice(bytes);
-  grpc::ByteBuffer request(&slice, 1);
-  grpc::ByteBuffer response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::GenericStub stub(channel);
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
-                 [&done](grpc::Status status) { done.set_value(status); });
-  return done.get_future().get();
-}
+using grpc_test::IpRequest;
+using grpc_test::UnaryRaw;
 
 // True when nothing accepts on 127.0.0.1:`port` any more.
 bool Refused(int port) {
@@ -79,10 +52,7 @@ class GrpcConformanceTest : public ::testing::TestWithParam<GrpcEngine> {
   void Start(bool deferred = false) {
     service_ = std::make_unique<RateLimitService>(
         deferred ? static_cast<Store&>(*deferred_) : *memory_, metrics_, RateLimitServiceOptions{});
-    const ConfigSource source{.name = "edge.yaml", .content = kConfig};
-    auto config = ParseRateLimitConfig({&source, 1});
-    ASSERT_TRUE(config.ok()) << config.status();
-    service_->SetConfig(*config);
+    ASSERT_TRUE(grpc_test::SetEdgeConfig(*service_, 1000).ok());
     server_ = std::make_unique<GrpcServer>(
         GrpcServerOptions{.engine = GetParam(), .address = "127.0.0.1:0"}, *service_);
     ASSERT_TRUE(server_->Start().ok());
@@ -148,8 +118,7 @@ TEST_P(GrpcConformanceTest, CompressedRequestIsRefusedOrServed) {
 TEST_P(GrpcConformanceTest, MessageOverTheLimitIsResourceExhausted) {
   Start();
   const grpc::Status status =
-      UnaryRaw(channel_, "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit",
-               std::string((size_t{1} << 20) + 100, 'x'));
+      UnaryRaw(channel_, grpc_test::kShouldRateLimit, std::string((size_t{1} << 20) + 100, 'x'));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
   EXPECT_TRUE(Call().ok());
 }
@@ -246,11 +215,8 @@ TEST_P(GrpcConformanceTest, StopWaitsForADecisionWhoseClientLeft) {
   EXPECT_TRUE(stopped.load());
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, GrpcConformanceTest,
-                         ::testing::Values(GrpcEngine::kGrpc, GrpcEngine::kNghttp2),
-                         [](const auto& info) {
-                           return info.param == GrpcEngine::kGrpc ? "grpc" : "nghttp2";
-                         });
+INSTANTIATE_TEST_SUITE_P(Engines, GrpcConformanceTest, ::testing::ValuesIn(grpc_test::kEngines),
+                         grpc_test::EngineName);
 
 }  // namespace
 }  // namespace sluice::server

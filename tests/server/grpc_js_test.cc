@@ -13,17 +13,11 @@
 #include "sluice/memory_store.h"
 
 #include "src/server/grpc_server.h"
+#include "tests/server/grpc_engine_test_support.h"
 #include "tests/testing/child_process.h"
 
 namespace sluice::server {
 namespace {
-
-constexpr const char* kConfig = R"yaml(
-domain: edge
-descriptors:
-  - key: remote_address
-    rate_limit: {unit: hour, requests_per_unit: 2}
-)yaml";
 
 const std::string kSource = SLUICE_SOURCE_DIR;
 
@@ -65,10 +59,7 @@ class GrpcJsTest : public ::testing::TestWithParam<GrpcEngine> {
     ASSERT_TRUE(memory.ok());
     memory_ = *std::move(memory);
     service_ = std::make_unique<RateLimitService>(*memory_, metrics_, RateLimitServiceOptions{});
-    const ConfigSource source{.name = "edge.yaml", .content = kConfig};
-    auto config = ParseRateLimitConfig({&source, 1});
-    ASSERT_TRUE(config.ok()) << config.status();
-    service_->SetConfig(*config);
+    ASSERT_TRUE(grpc_test::SetEdgeConfig(*service_, 2).ok());
     server_ = std::make_unique<GrpcServer>(
         GrpcServerOptions{.engine = GetParam(), .address = "127.0.0.1:0"}, *service_);
     ASSERT_TRUE(server_->Start().ok());
@@ -114,11 +105,8 @@ TEST_P(GrpcJsTest, ServesGrpcJs) {
   EXPECT_EQ(server_->Stats().unparsable_requests, 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, GrpcJsTest,
-                         ::testing::Values(GrpcEngine::kGrpc, GrpcEngine::kNghttp2),
-                         [](const auto& info) {
-                           return info.param == GrpcEngine::kGrpc ? "grpc" : "nghttp2";
-                         });
+INSTANTIATE_TEST_SUITE_P(Engines, GrpcJsTest, ::testing::ValuesIn(grpc_test::kEngines),
+                         grpc_test::EngineName);
 
 }  // namespace
 }  // namespace sluice::server

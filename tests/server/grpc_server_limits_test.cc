@@ -10,7 +10,6 @@
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "gtest/gtest.h"
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/socket.h>
 
@@ -18,6 +17,7 @@
 #include "sluice/memory_store.h"
 
 #include "src/server/grpc_server.h"
+#include "tests/server/grpc_engine_test_support.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/deferred_store.h"
 #include "tests/testing/idle_connections.h"
@@ -29,21 +29,7 @@ namespace {
 using envoy::service::ratelimit::v3::RateLimitRequest;
 using envoy::service::ratelimit::v3::RateLimitResponse;
 
-constexpr const char* kConfig = R"yaml(
-domain: edge
-descriptors:
-  - key: remote_address
-    rate_limit: {unit: hour, requests_per_unit: 1000}
-)yaml";
-
-RateLimitRequest IpRequest() {
-  RateLimitRequest request;
-  request.set_domain("edge");
-  auto* entry = request.add_descriptors()->add_entries();
-  entry->set_key("remote_address");
-  entry->set_value("10.1.1.1");
-  return request;
-}
+using grpc_test::IpRequest;
 
 std::shared_ptr<grpc::Channel> NewChannel(int port) {
   grpc::ChannelArguments args;
@@ -60,21 +46,6 @@ grpc::Status Call(const std::shared_ptr<grpc::Channel>& channel) {
   return stub->ShouldRateLimit(&context, IpRequest(), &response);
 }
 
-// `bytes` sent as the ShouldRateLimit request, as they are.
-grpc::Status RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::string& bytes) {
-  grpc::Slice slice(bytes);
-  grpc::ByteBuffer request(&slice, 1);
-  grpc::ByteBuffer response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::GenericStub stub(channel);
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&context, "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit",
-                 grpc::StubOptions(), &request, &response,
-                 [&done](grpc::Status status) { done.set_value(status); });
-  return done.get_future().get();
-}
-
 // Each scenario runs against both engines.
 class GrpcServerLimitsTest : public ::testing::TestWithParam<GrpcEngine> {
  protected:
@@ -89,10 +60,7 @@ class GrpcServerLimitsTest : public ::testing::TestWithParam<GrpcEngine> {
   void Start(GrpcServerOptions options, bool deferred = false) {
     service_ = std::make_unique<RateLimitService>(
         deferred ? static_cast<Store&>(*deferred_) : *memory_, metrics_, RateLimitServiceOptions{});
-    const ConfigSource source{.name = "edge.yaml", .content = kConfig};
-    auto config = ParseRateLimitConfig({&source, 1});
-    ASSERT_TRUE(config.ok()) << config.status();
-    service_->SetConfig(*config);
+    ASSERT_TRUE(grpc_test::SetEdgeConfig(*service_, 1000).ok());
     options.engine = GetParam();
     server_ = std::make_unique<GrpcServer>(std::move(options), *service_);
     ASSERT_TRUE(server_->Start().ok());
@@ -113,7 +81,8 @@ TEST_P(GrpcServerLimitsTest, GarbageRequestIsInvalidArgument) {
   std::shared_ptr<grpc::Channel> channel = NewChannel(server_->port());
   testing::LogCapture logs;
   for (int i = 0; i < 20; ++i) {
-    const grpc::Status status = RawCall(channel, "\xff\xff\xff\xff garbage");
+    const grpc::Status status =
+        grpc_test::UnaryRaw(channel, grpc_test::kShouldRateLimit, "\xff\xff\xff\xff garbage");
     ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
   }
   EXPECT_EQ(server_->Stats().unparsable_requests, 20u);
@@ -205,11 +174,8 @@ TEST_P(GrpcServerLimitsTest, ListenerHealthNoticesADeadListener) {
   EXPECT_FALSE(server_->ListenerHealth().ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, GrpcServerLimitsTest,
-                         ::testing::Values(GrpcEngine::kGrpc, GrpcEngine::kNghttp2),
-                         [](const auto& info) {
-                           return info.param == GrpcEngine::kGrpc ? "grpc" : "nghttp2";
-                         });
+INSTANTIATE_TEST_SUITE_P(Engines, GrpcServerLimitsTest, ::testing::ValuesIn(grpc_test::kEngines),
+                         grpc_test::EngineName);
 
 }  // namespace
 }  // namespace sluice::server

@@ -13,18 +13,14 @@
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
 
+#include "tests/server/grpc_engine_test_support.h"
 #include "tests/testing/faulty_store.h"
 #include "tests/testing/grpc_probes.h"
 
 namespace sluice::server {
 namespace {
 
-constexpr const char* kConfig = R"yaml(
-domain: edge
-descriptors:
-  - key: remote_address
-    rate_limit: {unit: hour, requests_per_unit: 2}
-)yaml";
+using grpc_test::IpRequest;
 
 // Each scenario runs against both engines.
 class GrpcServerTest : public ::testing::TestWithParam<GrpcEngine> {
@@ -36,10 +32,7 @@ class GrpcServerTest : public ::testing::TestWithParam<GrpcEngine> {
     faulty_ = faulty.get();
     store_ = WithFailurePolicy(std::move(faulty), {.breaker_failure_threshold = 0});
     service_ = std::make_unique<RateLimitService>(*store_, metrics_, RateLimitServiceOptions{});
-    const ConfigSource source{.name = "edge.yaml", .content = kConfig};
-    auto config = ParseRateLimitConfig({&source, 1});
-    ASSERT_TRUE(config.ok()) << config.status();
-    service_->SetConfig(*config);
+    ASSERT_TRUE(grpc_test::SetEdgeConfig(*service_, 2).ok());
     server_ = std::make_unique<GrpcServer>(
         GrpcServerOptions{.engine = GetParam(), .address = "127.0.0.1:0"}, *service_);
     ASSERT_TRUE(server_->Start().ok());
@@ -56,15 +49,6 @@ class GrpcServerTest : public ::testing::TestWithParam<GrpcEngine> {
 
   int HealthStatus(const std::string& service) {
     return testing::GrpcHealthStatus(channel_, service);
-  }
-
-  static RateLimitRequest IpRequest() {
-    RateLimitRequest request;
-    request.set_domain("edge");
-    auto* entry = request.add_descriptors()->add_entries();
-    entry->set_key("remote_address");
-    entry->set_value("10.1.1.1");
-    return request;
   }
 
   Metrics metrics_;
@@ -116,11 +100,8 @@ TEST_P(GrpcServerTest, HealthServiceFollowsSetServing) {
   EXPECT_EQ(HealthStatus("nothing"), -static_cast<int>(grpc::StatusCode::NOT_FOUND));
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, GrpcServerTest,
-                         ::testing::Values(GrpcEngine::kGrpc, GrpcEngine::kNghttp2),
-                         [](const auto& info) {
-                           return info.param == GrpcEngine::kGrpc ? "grpc" : "nghttp2";
-                         });
+INSTANTIATE_TEST_SUITE_P(Engines, GrpcServerTest, ::testing::ValuesIn(grpc_test::kEngines),
+                         grpc_test::EngineName);
 
 // Verifies the nghttp2 engine refuses at start what it cannot serve (it has no TLS, no Unix
 // socket, and does not resolve names), naming the way out.
