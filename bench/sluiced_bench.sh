@@ -96,74 +96,55 @@ run_load() {
     "$(json "$out" client_cpu_us_per_decision)" "$sluiced_us" "$redis_us"
 }
 
-if [ -n "${BASELINE_SLUICED:-}" ]; then
-  [ -x "$BASELINE_SLUICED" ] || { echo "BASELINE_SLUICED=$BASELINE_SLUICED is not executable"; exit 1; }
-  echo "# A/B: baseline $BASELINE_SLUICED, new $SLUICED; $(nproc) cores; $SECS s per run; $INFLIGHT in flight"
-  AB="$WORK/ab.txt"
+# compare A_NAME A_BINARY A_FLAGS B_NAME B_BINARY B_FLAGS MODES: both sluiced variants on the
+# memory store and on Redis over each of MODES, ROUNDS times (default 3) in alternating order;
+# prints each path's median sluiced CPU per decision for both, B / A, and the median decisions/s.
+compare() {
+  local rows="$WORK/compare.txt" round order which bin flags store name mode port
   for round in $(seq "${ROUNDS:-3}"); do
-    if [ $((round % 2)) -eq 1 ]; then order="baseline new"; else order="new baseline"; fi
+    if [ $((round % 2)) -eq 1 ]; then order="$1 $4"; else order="$4 $1"; fi
     for which in $order; do
-      bin=$SLUICED; [ "$which" = baseline ] && bin=$BASELINE_SLUICED
+      if [ "$which" = "$1" ]; then bin=$2; flags=$3; else bin=$5; flags=$6; fi
       for store in memory "redis://127.0.0.1:$RPORT"; do
         name=memory; [ "$store" = memory ] || name=redis
         redis-cli -p "$RPORT" FLUSHALL >/dev/null
-        start_sluiced "$store" "$bin"
-        for mode in grpc http; do
+        SLUICED_FLAGS="$flags" start_sluiced "$store" "$bin"
+        for mode in $7; do
           port=$GRPC_PORT; [ "$mode" = http ] && port=$HTTP_PORT
           run_load "$name" "$mode" "$port" "sluiced-$which"
-          echo "$which $name $mode $LAST_SLUICED_US" >>"$AB"
+          echo "$which $name $mode $LAST_SLUICED_US $LAST_RATE" >>"$rows"
         done
         kill "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null || true
       done
     done
   done
-  python3 - "$AB" <<'PY'
+  python3 - "$rows" "$1" "$4" "$7" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
-print("| path | baseline sluiced CPU us/decision (median) | new | new / baseline |")
-print("|---|---|---|---|")
+a, b, modes = sys.argv[2], sys.argv[3], sys.argv[4].split()
+print(f"| path | {a}: sluiced CPU us/decision (median) | {b} | {b} / {a} | decisions/s {a} / {b} (median) |")
+print("|---|---|---|---|---|")
 for store in ("memory", "redis"):
-    for mode in ("grpc", "http"):
-        med = {w: statistics.median(float(r[3]) for r in rows if r[:3] == [w, store, mode])
-               for w in ("baseline", "new")}
-        print(f"| {store} {mode} | {med['baseline']:.1f} | {med['new']:.1f} | "
-              f"{med['new'] / med['baseline']:.2f} |")
+    for mode in modes:
+        def median(w, column):
+            return statistics.median(float(r[column]) for r in rows if r[:3] == [w, store, mode])
+        print(f"| {store} {mode} | {median(a, 3):.1f} | {median(b, 3):.1f} | "
+              f"{median(b, 3) / median(a, 3):.2f} | {median(a, 4):.0f} / {median(b, 4):.0f} |")
 PY
   echo "# results: $CSV"
+}
+
+if [ -n "${BASELINE_SLUICED:-}" ]; then
+  [ -x "$BASELINE_SLUICED" ] || { echo "BASELINE_SLUICED=$BASELINE_SLUICED is not executable"; exit 1; }
+  echo "# A/B: baseline $BASELINE_SLUICED, new $SLUICED; $(nproc) cores; $SECS s per run; $INFLIGHT in flight"
+  compare baseline "$BASELINE_SLUICED" "${SLUICED_FLAGS:-}" new "$SLUICED" "${SLUICED_FLAGS:-}" "grpc http"
   exit 0
 fi
 
 if [ -n "${ENGINES:-}" ]; then
   echo "# engines: grpc vs nghttp2 ($SLUICED); $(nproc) cores; $SECS s per run; $INFLIGHT in flight; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  EN="$WORK/engines.txt"
-  BASE_FLAGS=${SLUICED_FLAGS:-}
-  for round in $(seq "${ROUNDS:-3}"); do
-    if [ $((round % 2)) -eq 1 ]; then order="grpc nghttp2"; else order="nghttp2 grpc"; fi
-    for engine in $order; do
-      for store in memory "redis://127.0.0.1:$RPORT"; do
-        name=memory; [ "$store" = memory ] || name=redis
-        redis-cli -p "$RPORT" FLUSHALL >/dev/null
-        SLUICED_FLAGS="$BASE_FLAGS --grpc-engine $engine" start_sluiced "$store"
-        run_load "$name" grpc "$GRPC_PORT" "sluiced-$engine"
-        echo "$engine $name $LAST_SLUICED_US $LAST_RATE" >>"$EN"
-        kill "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null || true
-      done
-    done
-  done
-  python3 - "$EN" <<'PY'
-import statistics, sys
-rows = [line.split() for line in open(sys.argv[1])]
-print("| gRPC path | grpc: sluiced CPU us/decision (median) | nghttp2 | nghttp2 / grpc | decisions/s grpc / nghttp2 (median) |")
-print("|---|---|---|---|---|")
-for store in ("memory", "redis"):
-    med = {e: statistics.median(float(r[2]) for r in rows if r[:2] == [e, store])
-           for e in ("grpc", "nghttp2")}
-    rate = {e: statistics.median(float(r[3]) for r in rows if r[:2] == [e, store])
-            for e in ("grpc", "nghttp2")}
-    print(f"| {store} | {med['grpc']:.1f} | {med['nghttp2']:.1f} | "
-          f"{med['nghttp2'] / med['grpc']:.2f} | {rate['grpc']:.0f} / {rate['nghttp2']:.0f} |")
-PY
-  echo "# results: $CSV"
+  compare grpc "$SLUICED" "${SLUICED_FLAGS:-} --grpc-engine grpc" \
+    nghttp2 "$SLUICED" "${SLUICED_FLAGS:-} --grpc-engine nghttp2" grpc
   exit 0
 fi
 
