@@ -7,6 +7,7 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -14,9 +15,11 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "src/http/response_bytes.h"
 #include "src/http/tcp_listener.h"
 
 namespace sluice::http {
@@ -156,11 +159,12 @@ class BeastSession : public std::enable_shared_from_this<BeastSession> {
       response_.set(bhttp::field::server, options_.server_header);
     }
     response_.prepare_payload();
-    bhttp::async_write(stream_, response_,
-                       [self = shared_from_this()](beast::error_code ec, size_t) {
-                         if (ec || !self->response_.keep_alive()) return self->Close();
-                         self->Read();
-                       });
+    WriteResponseBytes(response_, out_);
+    net::async_write(stream_, net::buffer(out_),
+                     [self = shared_from_this(), keep_alive](beast::error_code ec, size_t) {
+                       if (ec || !keep_alive) return self->Close();
+                       self->Read();
+                     });
   }
 
   void Close() {
@@ -174,6 +178,7 @@ class BeastSession : public std::enable_shared_from_this<BeastSession> {
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   BeastServer::Request request_;
   BeastServer::Response response_;
+  std::string out_;  // The answer's bytes (response_bytes.h); its capacity is kept across answers.
   const BeastServer::Handler& handler_;
   const BeastServerOptions& options_;
   std::atomic<size_t>& open_;
