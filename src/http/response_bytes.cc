@@ -1,5 +1,6 @@
 #include "src/http/response_bytes.h"
 
+#include <array>
 #include <charconv>
 #include <string_view>
 
@@ -15,9 +16,9 @@ void WriteResponseBytes(
   out += '.';
   out += static_cast<char>('0' + version % 10);
   out += ' ';
-  char status[8];
-  const auto [end, ec] = std::to_chars(status, status + sizeof status, response.result_int());
-  out.append(status, end);
+  std::array<char, 8> status{};
+  const auto [end, ec] = std::to_chars(status.begin(), status.end(), response.result_int());
+  out.append(status.begin(), end);
   out += ' ';
   // Beast's reason(): the one set on the message, else the standard one for the status.
   const std::string_view reason = response.reason();

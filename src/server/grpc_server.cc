@@ -36,6 +36,7 @@
 #include "sluice/clock.h"
 
 #include "src/http/tcp_listener.h"
+#include "src/server/grpc_preface_gate.h"
 #include "src/server/h2/grpc_h2_server.h"
 #include "src/util/log_throttle.h"
 #include "src/util/mutex.h"
@@ -60,7 +61,7 @@ std::string PeerOf(const grpc::CallbackServerContext& context) {
     return peer;
   }
   boost::asio::ip::tcp::endpoint endpoint;
-  socklen_t size = static_cast<socklen_t>(endpoint.capacity());
+  auto size = static_cast<socklen_t>(endpoint.capacity());
   if (::getpeername(fd, endpoint.data(), &size) != 0) return peer;
   endpoint.resize(size);
   return absl::StrCat(endpoint.address().is_v4() ? "ipv4:" : "ipv6:[",
@@ -275,6 +276,9 @@ struct GrpcServer::Impl {
   boost::asio::io_context listener_context{1};
   std::unique_ptr<http::internal::TcpListener> listener;
   HandedConnections handed;  // On the listener's thread.
+  // New connections until their first bytes; on the listener's thread. After listener_context:
+  // destroyed first.
+  std::unique_ptr<PrefaceGate> gate;
   std::thread listener_thread;
 };
 
@@ -314,6 +318,20 @@ absl::Status GrpcServer::Start() {
   const std::optional<std::pair<std::string, uint16_t>> own = OwnListenAddress(options_);
   if (own.has_value()) {
     Impl& impl = *impl_;
+    std::chrono::milliseconds first_bytes_timeout = options_.first_bytes_timeout;
+    if (options_.max_connection_idle.count() > 0) {
+      first_bytes_timeout = std::min(first_bytes_timeout, options_.max_connection_idle);
+    }
+    impl.gate =
+        std::make_unique<PrefaceGate>(impl.listener_context, first_bytes_timeout,
+                                      [&impl](http::internal::TcpListener::Socket socket) {
+                                        boost::system::error_code ignored;
+                                        const int fd = socket.release(ignored);
+                                        if (fd < 0) return;
+                                        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+                                        impl.handed.Add(fd);
+                                        grpc::AddInsecureChannelFromFd(impl.server.get(), fd);
+                                      });
     impl.listener = std::make_unique<http::internal::TcpListener>(
         impl.listener_context,
         http::internal::TcpListenerOptions{
@@ -321,18 +339,20 @@ absl::Status GrpcServer::Start() {
             .address = own->first,
             .port = own->second,
             .max_connections = options_.max_connections,
-            .log = [](std::string_view line) { spdlog::warn(line); }},
+            .log = [](std::string_view line) { spdlog::warn(line); },
+            .make_room =
+                [this, &impl] { return options_.close_idle_at_cap && impl.gate->CloseOldest(); }},
         [&impl]() -> boost::asio::io_context& { return impl.listener_context; },
         [&impl](http::internal::TcpListener::Socket socket) {
           boost::system::error_code ignored;
           socket.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
-          const int fd = socket.release(ignored);
-          if (fd < 0) return;
-          ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-          impl.handed.Add(fd);
-          grpc::AddInsecureChannelFromFd(impl.server.get(), fd);
+          impl.gate->Hold(std::move(socket));
         },
-        [this, &impl] { return impl.handed.Count(options_.max_connections); });
+        [this, &impl] {
+          const size_t waiting = impl.gate->size();
+          const size_t cap = options_.max_connections;
+          return waiting + impl.handed.Count(cap > waiting ? cap - waiting : 0);
+        });
     if (absl::Status s = impl.listener->Listen(); !s.ok()) {
       impl_.reset();
       return s;
@@ -404,6 +424,7 @@ absl::Status GrpcServer::StartNghttp2() {
                               .port = own->second,
                               .threads = options_.engine_threads,
                               .max_connections = options_.max_connections,
+                              .close_idle_at_cap = options_.close_idle_at_cap,
                               .max_concurrent_streams = static_cast<uint32_t>(
                                   std::max(1, options_.max_concurrent_streams)),
                               // As gRPC C++ is configured above.
@@ -448,7 +469,8 @@ GrpcServerStats GrpcServer::Stats() const {
           .unparsable_requests = impl_->calls.unparsable(),
           .listener = impl_->h2 != nullptr         ? impl_->h2->Stats().listener
                       : impl_->listener != nullptr ? impl_->listener->Stats()
-                                                   : http::ListenerStats{}};
+                                                   : http::ListenerStats{},
+          .silent_closed = impl_->gate != nullptr ? impl_->gate->timed_out() : 0};
 }
 
 void GrpcServer::Stop() {
@@ -468,6 +490,7 @@ void GrpcServer::Stop() {
     impl_->listener_context.stop();
     if (impl_->listener_thread.joinable()) impl_->listener_thread.join();
     impl_->listener->Close();
+    impl_->gate->CloseAll();  // Nobody runs the listener's thread now.
   }
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   impl_->server->Wait();

@@ -17,8 +17,10 @@
 // - Connections: on "host:port" with an IP literal and without TLS, sluiced accepts the
 //   connections itself (TcpListener: a cap, a backoff when descriptors run out, a health answer)
 //   and hands each to gRPC; gRPC 1.51's own listener stops for good after one failed accept
-//   (EMFILE), and nothing outside it can see that. With TLS, a Unix socket or a host name, gRPC
-//   listens itself: no cap, and ListenerHealth() cannot notice a dead listener.
+//   (EMFILE), and nothing outside it can see that. A new connection is handed over once it sends
+//   its first bytes (grpc_preface_gate.h), so that silent ones can make room at the cap. With
+//   TLS, a Unix socket or a host name, gRPC listens itself: no cap, and ListenerHealth() cannot
+//   notice a dead listener.
 //
 // Thread safety: Start() and Stop() from one thread; SetServing(), ListenerHealth() and Stats()
 // from any.
@@ -64,6 +66,14 @@ struct GrpcServerOptions {
   // Open connections beyond which new ones are closed at once (only where sluiced accepts them
   // itself, see above). Default: 10,000; sluiced derives its default from the descriptor limit.
   size_t max_connections = 10'000;
+  // At `max_connections`, a new connection closes the one that has waited longest without
+  // sending a byte and takes its place; only when every connection has spoken is the new one
+  // closed. Connections held open without a byte (an idle flood) then cannot keep new clients
+  // out. Where sluiced accepts the connections itself. Default: true.
+  bool close_idle_at_cap = true;
+  // Where sluiced accepts the connections itself, a connection that sends nothing for this long
+  // (or for `max_connection_idle`, when shorter) is closed. Default: 10 s.
+  std::chrono::milliseconds first_bytes_timeout = std::chrono::seconds(10);
   // Concurrent calls (HTTP/2 streams) per connection. Default: 1,000.
   int max_concurrent_streams = 1'000;
   // A connection with no call for this long is closed (GOAWAY); this also closes connections
@@ -83,6 +93,8 @@ struct GrpcServerStats {
   uint64_t unparsable_requests = 0;
   // The listener's counters, when sluiced accepts the connections itself; else zeros.
   http::ListenerStats listener{};
+  // Connections closed for sending nothing within `first_bytes_timeout` (gRPC C++ engine).
+  uint64_t silent_closed = 0;
 };
 
 class GrpcServer {

@@ -447,6 +447,9 @@ std::string Metrics::Render() const {
     counter("sluice_grpc_unparsable_requests_total",
             "gRPC calls whose bytes were not a RateLimitRequest (INVALID_ARGUMENT).",
             server->grpc_unparsable_requests);
+    counter("sluice_grpc_silent_connections_closed_total",
+            "gRPC connections closed for sending nothing within the first-bytes timeout.",
+            server->grpc_silent_connections_closed);
   }
   header("sluice_metrics_series_bytes", "gauge",
          "Bytes the per-rule and unknown-domain series take (bounded).");

@@ -93,6 +93,7 @@ struct ServerState {
   size_t grpc_in_flight = 0;
   uint64_t grpc_rejected_in_flight = 0;
   uint64_t grpc_unparsable_requests = 0;
+  uint64_t grpc_silent_connections_closed = 0;
 };
 
 struct MetricsOptions {

@@ -297,10 +297,12 @@ int RunServer(const ServerSettings& settings) {
     ServerState state{.listeners = {{.name = "grpc",
                                      .accepted = g.listener.accepted,
                                      .rejected_over_cap = g.listener.rejected_over_cap,
+                                     .closed_idle_at_cap = g.listener.closed_idle_at_cap,
                                      .accept_failures = g.listener.accept_failures}},
                       .grpc_in_flight = g.in_flight,
                       .grpc_rejected_in_flight = g.rejected_in_flight,
-                      .grpc_unparsable_requests = g.unparsable_requests};
+                      .grpc_unparsable_requests = g.unparsable_requests,
+                      .grpc_silent_connections_closed = g.silent_closed};
     for (size_t i = 0; i < http_servers.size(); ++i) {
       const http::ListenerStats l = http_servers[i]->ListenerStats();
       state.listeners.push_back({.name = http_names[i],

@@ -374,7 +374,7 @@ void ApplyLimits(EnvReader& r) {
 }  // namespace
 
 const std::vector<std::string_view>& ReferenceVariableNames() {
-  static const std::vector<std::string_view> kNames = {
+  static const std::vector<std::string_view> names = {
       "HOST",
       "PORT",
       "DEBUG_HOST",
@@ -489,7 +489,7 @@ const std::vector<std::string_view>& ReferenceVariableNames() {
       "TRACING_SERVICE_INSTANCE_ID",
       "TRACING_EXPORTER_PROTOCOL",
       "TRACING_SAMPLING_RATE"};
-  return kNames;
+  return names;
 }
 
 EnvLookup ProcessEnvironment() {

@@ -138,10 +138,11 @@ TEST_P(GrpcServerLimitsTest, CallsBeyondMaxInFlightAreResourceExhaustedAtOnce) {
   EXPECT_TRUE(next.get_future().get().ok());
 }
 
-// Verifies the connection cap where sluiced accepts gRPC connections itself: with 2 open, a
-// third is closed at once and counted; once one of the 2 goes, a new channel is served.
+// Verifies the connection cap where sluiced accepts gRPC connections itself, with silent
+// connections not closed to make room: with 2 open, a third is closed at once and counted; once
+// one of the 2 goes, a new channel is served.
 TEST_P(GrpcServerLimitsTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
-  Start({.max_connections = 2});
+  Start({.max_connections = 2, .close_idle_at_cap = false});
   const int port = server_->port();
   auto held = std::make_unique<testing::IdleConnections>(port, 2);
   ASSERT_EQ(held->size(), 2u);
@@ -152,6 +153,51 @@ TEST_P(GrpcServerLimitsTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
   EXPECT_EQ(server_->Stats().listener.rejected_over_cap, 1u);
   held.reset();
   EXPECT_TRUE(testing::WaitFor([&] { return Call(NewChannel(port)).ok(); }, 10'000));
+}
+
+// Verifies that at the cap, connections that have not sent a byte make room: with 2 silent
+// connections holding a cap of 2, a new client is served and the older silent one is closed.
+TEST_P(GrpcServerLimitsTest, SilentConnectionsMakeRoomAtTheCap) {
+  Start({.max_connections = 2});
+  const int port = server_->port();
+  testing::IdleConnections silent(port, 2);
+  ASSERT_EQ(silent.size(), 2u);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->Stats().listener.accepted == 2; }, 10'000));
+  EXPECT_TRUE(Call(NewChannel(port)).ok());
+  EXPECT_EQ(server_->Stats().listener.closed_idle_at_cap, 1u);
+  EXPECT_EQ(server_->Stats().listener.rejected_over_cap, 0u);
+  EXPECT_TRUE(testing::ClosedByPeer(silent.fd(0), std::chrono::seconds(10)));
+}
+
+// Verifies that connections that have spoken are not closed to make room: with 2 clients served
+// at a cap of 2, a silent third connection is closed at once, and both clients are still served.
+TEST_P(GrpcServerLimitsTest, ConnectionsThatSpokeAreNotClosedToMakeRoom) {
+  Start({.max_connections = 2});
+  const int port = server_->port();
+  const std::shared_ptr<grpc::Channel> first = NewChannel(port);
+  const std::shared_ptr<grpc::Channel> second = NewChannel(port);
+  ASSERT_TRUE(Call(first).ok());
+  ASSERT_TRUE(Call(second).ok());
+  testing::IdleConnections third(port, 1);
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_TRUE(testing::ClosedByPeer(third.fd(0), std::chrono::seconds(10)));
+  EXPECT_EQ(server_->Stats().listener.rejected_over_cap, 1u);
+  EXPECT_EQ(server_->Stats().listener.closed_idle_at_cap, 0u);
+  EXPECT_TRUE(Call(first).ok());
+  EXPECT_TRUE(Call(second).ok());
+}
+
+// Verifies a connection that sends nothing is closed after `first_bytes_timeout` and counted,
+// while gRPC's idle timeout is far away.
+TEST_P(GrpcServerLimitsTest, SilentConnectionIsClosedAfterTheFirstBytesTimeout) {
+  if (GetParam() != GrpcEngine::kGrpc) {
+    GTEST_SKIP() << "the nghttp2 engine closes silent connections by max_connection_idle only";
+  }
+  Start({.first_bytes_timeout = std::chrono::milliseconds(200)});
+  testing::IdleConnections silent(server_->port(), 1);
+  ASSERT_EQ(silent.size(), 1u);
+  EXPECT_TRUE(testing::ClosedByPeer(silent.fd(0), std::chrono::seconds(10)));
+  EXPECT_TRUE(testing::WaitFor([&] { return server_->Stats().silent_closed == 1; }, 10'000));
 }
 
 // Verifies a connection that never sends anything is closed after `max_connection_idle`.

@@ -349,6 +349,9 @@ void Connection::Read() {
   socket_.async_read_some(
       net::buffer(in_), [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
         if (ec || self->closed_) return self->Close();
+        if (!self->spoke_.load(std::memory_order_relaxed)) {
+          self->spoke_.store(true, std::memory_order_relaxed);
+        }
         self->in_recv_ = true;
         const ssize_t rv = nghttp2_session_mem_recv(self->session_, self->in_.data(), n);
         self->in_recv_ = false;

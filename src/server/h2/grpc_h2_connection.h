@@ -64,6 +64,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Abort();
   void Answer(int32_t stream_id, absl::StatusOr<std::string> response);
   Executor executor() { return socket_.get_executor(); }
+  // True until the client's first bytes arrive. Thread-safe.
+  bool silent() const { return !spoke_.load(std::memory_order_relaxed); }
+  // True the first time only: the caller may then close this connection to make room at the cap.
+  // Thread-safe.
+  bool ClaimToMakeRoom() { return !claimed_.exchange(true); }
 
  private:
   struct Stream {
@@ -121,6 +126,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool in_recv_ = false;  // nghttp2 must not be asked to send from inside its callbacks.
   bool draining_ = false;
   bool closed_ = false;
+  std::atomic<bool> spoke_{false};    // Read on the listener's thread (make room at the cap).
+  std::atomic<bool> claimed_{false};  // Chosen to make room.
   boost::asio::steady_timer timer_;
   std::chrono::steady_clock::time_point last_active_;
   std::optional<std::chrono::steady_clock::time_point> age_at_;

@@ -38,6 +38,28 @@ std::vector<std::shared_ptr<Connection>> Live(GrpcH2Server::Shared& shared) {
   return live;
 }
 
+// At the cap: closes the oldest connection that has not sent a byte, on its own thread. The
+// connections may pass the cap by the closes still on their way, at most a sixteenth of it.
+bool MakeRoom(GrpcH2Server::Shared& shared) {
+  const size_t cap = shared.options.max_connections;
+  if (!shared.options.close_idle_at_cap) return false;
+  std::vector<std::weak_ptr<Connection>> connections;
+  {
+    internal::MutexLock lock(&shared.mu);
+    if (shared.open >= cap + std::max<size_t>(1, cap / 16)) return false;
+    connections = shared.connections;
+  }
+  // Outside the lock: the last reference to a connection may go here, and its destructor locks.
+  for (const std::weak_ptr<Connection>& c : connections) {  // Oldest first.
+    std::shared_ptr<Connection> connection = c.lock();
+    if (connection != nullptr && connection->silent() && connection->ClaimToMakeRoom()) {
+      connection->Abort();
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 GrpcH2Server::GrpcH2Server(GrpcH2ServerOptions options,
@@ -64,7 +86,8 @@ absl::Status GrpcH2Server::Start() {
                                          .address = o.address,
                                          .port = o.port,
                                          .max_connections = o.max_connections,
-                                         .log = o.log},
+                                         .log = o.log,
+                                         .make_room = [this] { return MakeRoom(*shared_); }},
       [&rt]() -> net::io_context& { return *rt.contexts[rt.next_context++ % rt.contexts.size()]; },
       [this, &rt](http::internal::TcpListener::Socket socket) {
         boost::system::error_code ignored;

@@ -54,6 +54,9 @@ struct GrpcH2ServerOptions {
   uint16_t port = 0;
   int threads = 2;
   size_t max_connections = 10'000;
+  // At the cap, a new connection closes the oldest one that has not sent a byte yet, as
+  // GrpcServerOptions::close_idle_at_cap says.
+  bool close_idle_at_cap = true;
   uint32_t max_concurrent_streams = 1'000;
   // gRPC's default receive limit.
   size_t max_message_bytes = size_t{4} << 20;
