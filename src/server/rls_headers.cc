@@ -25,8 +25,9 @@ std::vector<RlsHeader> ResponseHeaders(const RlsHeaderNames& names, const RlsSta
   headers.push_back({names.limit, absl::StrCat(closest.current_limit->requests_per_unit)});
   headers.push_back({names.remaining, absl::StrCat(closest.limit_remaining)});
   headers.push_back({names.reset, absl::StrCat(closest.reset_seconds)});
-  if (retry_after_seconds > 0)
+  if (retry_after_seconds > 0) {
     headers.push_back({"Retry-After", absl::StrCat(retry_after_seconds)});
+  }
   return headers;
 }
 
