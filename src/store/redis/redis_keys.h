@@ -41,8 +41,8 @@
 #include "sluice/key.h"
 #include "sluice/limit.h"
 
-#include "src/util/sha256.h"
 #include "src/store/redis/client/cluster_slot.h"
+#include "src/util/sha256.h"
 
 namespace sluice {
 

@@ -273,11 +273,12 @@ class RedisStoreImpl final : public RedisStore {
   }
 
   void PreloadScriptsOn(const std::shared_ptr<RedisClient>& primary) {
-    runner_.PrepareOn(primary, ProductionScripts(), [](std::string_view name, absl::Status status) {
-      if (!status.ok() && status.code() == absl::StatusCode::kInternal) {
-        spdlog::error("redis store: preloading {}: {}", name, status.ToString());
-      }
-    });
+    runner_.PrepareOn(primary, ProductionScripts(),
+                      [](std::string_view name, const absl::Status& status) {
+                        if (!status.ok() && status.code() == absl::StatusCode::kInternal) {
+                          spdlog::error("redis store: preloading {}: {}", name, status.ToString());
+                        }
+                      });
   }
 
   void CheckEvictionPolicyOn(RedisClient& client, std::chrono::milliseconds timeout) {

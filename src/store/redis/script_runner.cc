@@ -138,8 +138,9 @@ void ScriptRunner::OnFcallReply(std::unique_ptr<Call> call, absl::StatusOr<Redis
   if (script_reply == nullptr) {
     // A transport failure or a timeout (the call may have run), or a malformed pipeline reply:
     // final.
-    Finish(std::move(call), std::move(reply));
-  } else if (IsFunctionNotFound(*script_reply)) {
+    return Finish(std::move(call), std::move(reply));
+  }
+  if (IsFunctionNotFound(*script_reply)) {
     // The server lacks the library (new, restarted without persistence, or flushed): resend
     // the call as EVAL, which runs it whatever happens meanwhile (a FUNCTION LOAD and an FCALL
     // would be two commands, and another flush could come between them), and load the library
@@ -272,9 +273,9 @@ absl::StatusOr<RedisReply> ScriptRunner::FinishCall(absl::StatusOr<RedisReply> r
   return script_reply;
 }
 
-void ScriptRunner::PrepareOn(const std::shared_ptr<RedisClient>& client,
-                             std::span<const LuaScript* const> scripts,
-                             std::function<void(std::string_view name, absl::Status)> done) const {
+void ScriptRunner::PrepareOn(
+    const std::shared_ptr<RedisClient>& client, std::span<const LuaScript* const> scripts,
+    const std::function<void(std::string_view name, absl::Status)>& done) const {
   const LuaLibrary* library = scripts.front()->library;
   const milliseconds timeout = timeout_;
   auto load_scripts = [scripts, timeout, done](RedisClient& server) {
@@ -296,18 +297,18 @@ void ScriptRunner::PrepareOn(const std::shared_ptr<RedisClient>& client,
                    // No functions here (before Redis 7.0), or an ACL that does not allow loading
                    // them: calls run as scripts, which this server gets instead.
                    shared->DisableFunctions(absl::StrCat("FUNCTION LOAD refused: ", reply->str()));
-                   if (std::shared_ptr<RedisClient> server = weak_client.lock())
+                   if (std::shared_ptr<RedisClient> server = weak_client.lock()) {
                      load_scripts(*server);
-                 } else if (IsLibraryLoaded(*reply)) {
+                   }
+                 } else if (IsLibraryLoaded(*reply) ||
+                            (!reply->is_error() && reply->str() == library->name)) {
                    done(library->name, absl::OkStatus());
                  } else if (reply->is_error()) {
                    done(library->name, ReplyErrorToStatus("FUNCTION LOAD", *reply));
-                 } else if (reply->str() != library->name) {
+                 } else {
                    done(library->name, absl::InternalError(absl::StrCat(
                                            "redis FUNCTION LOAD: server named the library ",
                                            reply->DebugString(), ", expected ", library->name)));
-                 } else {
-                   done(library->name, absl::OkStatus());
                  }
                });
 }

@@ -111,7 +111,7 @@ class ScriptRunner {
   // REQUIRES: `scripts` is not empty and outlives the calls (the static ProductionScripts()).
   void PrepareOn(const std::shared_ptr<RedisClient>& client,
                  std::span<const LuaScript* const> scripts,
-                 std::function<void(std::string_view name, absl::Status)> done) const;
+                 const std::function<void(std::string_view name, absl::Status)>& done) const;
 
   // ScriptRunner::Preload()
   //

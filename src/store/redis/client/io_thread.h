@@ -51,9 +51,7 @@ class IoThread {
   ~IoThread();
 
   // The io_context, kept alive (not running) by the returned pointer.
-  std::shared_ptr<boost::asio::io_context> context() const {
-    return std::shared_ptr<boost::asio::io_context>(state_, &state_->io);
-  }
+  std::shared_ptr<boost::asio::io_context> context() const { return {state_, &state_->io}; }
   // True when called on this thread (from one of its handlers or callbacks).
   bool OnThisThread() const { return RunsOn(state_->io); }
   // True when called on the IoThread running `io`.

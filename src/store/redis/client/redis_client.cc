@@ -59,7 +59,7 @@ RedisCommand RedisCommand::Format(const std::vector<std::string>& argv) {
 
 std::string_view RedisCommand::name() const { return CommandName(resp().substr(last_offset_)); }
 
-RedisCommand RedisCommand::Pipeline(std::vector<RedisCommand> commands) {
+RedisCommand RedisCommand::Pipeline(const std::vector<RedisCommand>& commands) {
   RedisCommand out;
   size_t total = 0;
   for (const RedisCommand& c : commands) {
@@ -271,7 +271,7 @@ class RedisClient::Impl final : public internal::ConnectionObserver,
     // A copy of its own, not a share of last_error_'s: Debian's Abseil is not built for TSan, so
     // the last release of a shared Status, inside libabsl_status, would look like a race with
     // the caller's reads of its message.
-    if (last_error_fatal_) return absl::Status(last_error_.code(), last_error_.message());
+    if (last_error_fatal_) return {last_error_.code(), last_error_.message()};
     return absl::DeadlineExceededError(
         absl::StrCat("redis ", config_.endpoint, ": no connection within ", timeout.count(), "ms",
                      last_error_.ok() ? "" : "; last error: ", last_error_.message()));

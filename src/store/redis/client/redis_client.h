@@ -75,7 +75,7 @@ class RedisCommand {
   // another caller sends runs between them (ASKING before the command it allows; WAIT right
   // after the write it waits for). Its reply is an array holding each command's reply in order,
   // error replies included. REQUIRES: at least one command, none empty, none itself a pipeline.
-  static RedisCommand Pipeline(std::vector<RedisCommand> commands);
+  static RedisCommand Pipeline(const std::vector<RedisCommand>& commands);
 
   // RedisCommand::Prefixed()
   //

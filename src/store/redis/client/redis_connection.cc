@@ -48,10 +48,10 @@ absl::StatusOr<std::string> ReadPasswordFile(const std::string& path) {
 }
 
 RedisConnection::RedisConnection(std::shared_ptr<boost::asio::io_context> io,
-                                 const ConnectionConfig& config, ConnectionObserver& observer)
+                                 ConnectionConfig config, ConnectionObserver& observer)
     : io_holder_(std::move(io)),
       io_(*io_holder_),
-      config_(config),
+      config_(std::move(config)),
       observer_(observer),
       resolver_(io_),
       connect_timer_(io_),

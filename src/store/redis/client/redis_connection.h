@@ -118,7 +118,7 @@ absl::StatusOr<std::string> ReadPasswordFile(const std::string& path);
 class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
  public:
   // `io` is kept alive as long as the connection: its sockets and timers belong to it.
-  RedisConnection(std::shared_ptr<boost::asio::io_context> io, const ConnectionConfig& config,
+  RedisConnection(std::shared_ptr<boost::asio::io_context> io, ConnectionConfig config,
                   ConnectionObserver& observer);
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;

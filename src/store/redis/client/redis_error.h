@@ -33,17 +33,17 @@ namespace sluice {
 
 // The first word of an error reply, for the errors a limiter must treat specially.
 enum class RedisErrorKind : uint8_t {
-  kNone,      // Not an error reply.
-  kOther,     // ERR, WRONGTYPE, EXECABORT, ... : a bug in the caller or the script.
-  kNoScript,  // NOSCRIPT: the script cache lacks the SHA; SCRIPT LOAD and retry once.
-  kBusy,      // BUSY: another script is running past lua-time-limit.
-  kOom,       // OOM: maxmemory reached under noeviction.
-  kAuth,      // NOAUTH, WRONGPASS, NOPERM: credentials missing, wrong or insufficient.
-  kMoved,     // MOVED slot host:port: the key lives on another cluster node.
-  kAsk,       // ASK slot host:port: the slot is migrating.
-  kReadOnly,  // READONLY: we are talking to a replica (failover in progress).
-  kLoading,   // LOADING: the server is loading its dataset.
-  kTryAgain,  // TRYAGAIN, MASTERDOWN: transient states (a multi-key command during resharding).
+  kNone,         // Not an error reply.
+  kOther,        // ERR, WRONGTYPE, EXECABORT, ... : a bug in the caller or the script.
+  kNoScript,     // NOSCRIPT: the script cache lacks the SHA; SCRIPT LOAD and retry once.
+  kBusy,         // BUSY: another script is running past lua-time-limit.
+  kOom,          // OOM: maxmemory reached under noeviction.
+  kAuth,         // NOAUTH, WRONGPASS, NOPERM: credentials missing, wrong or insufficient.
+  kMoved,        // MOVED slot host:port: the key lives on another cluster node.
+  kAsk,          // ASK slot host:port: the slot is migrating.
+  kReadOnly,     // READONLY: we are talking to a replica (failover in progress).
+  kLoading,      // LOADING: the server is loading its dataset.
+  kTryAgain,     // TRYAGAIN, MASTERDOWN: transient states (a multi-key command during resharding).
   kClusterDown,  // CLUSTERDOWN: the cluster cannot serve the slot now (failover, lost coverage).
 };
 

@@ -52,8 +52,8 @@ class RedisRouter {
   // command must share a Cluster slot) and calls `done` with its reply, or DeadlineExceeded after
   // `timeout`, or Unavailable. Single-server routers ignore `key`; an empty `key` goes to any
   // primary.
-  virtual void Route(RedisCommand command, std::string_view key,
-                     std::chrono::milliseconds timeout, ReplyCallback done) = 0;
+  virtual void Route(RedisCommand command, std::string_view key, std::chrono::milliseconds timeout,
+                     ReplyCallback done) = 0;
 
   // RedisRouter::Primaries()
   //
@@ -72,6 +72,7 @@ class RedisRouter {
   // every primary needs once, such as SCRIPT LOAD. An empty listener removes it; once this
   // returns, the old listener is not running and will not be called again. This default, for a
   // router whose servers never change, calls it for Primaries() at once, on the caller's thread.
+  // NOLINTNEXTLINE(performance-unnecessary-value-param): the overrides keep it.
   virtual void SetPrimaryListener(PrimaryListener listener) {
     if (!listener) return;
     for (const std::shared_ptr<RedisClient>& primary : Primaries()) listener(primary);

@@ -432,7 +432,7 @@ absl::Status SentinelClient::Impl::WaitForConnection(milliseconds timeout) {
       if (stopping_) return absl::UnavailableError(absl::StrCat(describe_, ": shut down"));
       if (primary_ == nullptr) {
         // A copy of its own, not a share (see RedisClient's WaitForConnection()).
-        if (last_error_final_) return absl::Status(last_error_.code(), last_error_.message());
+        if (last_error_final_) return {last_error_.code(), last_error_.message()};
         return absl::DeadlineExceededError(absl::StrCat(
             "redis-sentinel ", describe_, ": no primary named within ", timeout.count(), "ms",
             last_error_.ok() ? "" : "; last error: ", last_error_.message()));
