@@ -177,8 +177,8 @@ class H2FuzzClient {
  private:
   using Clock = std::chrono::steady_clock;
 
-  // The events of `events` that are ready, or 0 once `until` passes. Signals do not end the wait:
-  // libFuzzer's timeout timer interrupts it every second.
+  // The events of `events` that are ready, or 0 once `until` passes. A signal does not end the
+  // wait: libFuzzer's -timeout timer (SIGALRM) interrupts it now and then.
   int16_t Poll(int16_t events, Clock::time_point until) const {
     for (;;) {
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
