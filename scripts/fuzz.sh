@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
-FUZZ_TARGETS=${FUZZ_TARGETS:-"config resp_reader store_url redis_keys rls_json"}
+FUZZ_TARGETS=${FUZZ_TARGETS:-"config resp_reader store_url redis_keys rls_json grpc_h2"}
 BUILD_DIR=${BUILD_DIR:-build-fuzz}
 JOBS=${JOBS:-2}
 

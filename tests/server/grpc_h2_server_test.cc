@@ -200,6 +200,26 @@ TEST_F(GrpcH2ServerTest, RequestBytesHeldOverAllConnectionsAreBounded) {
       "13");
 }
 
+// Verifies the bytes of requests a client left unfinished stop counting against the server-wide
+// bound once its connection is gone.
+TEST_F(GrpcH2ServerTest, ClosedConnectionGivesBackItsRequestBytes) {
+  Start({.max_message_bytes = 1000, .max_buffered_bytes = 1500});
+  const std::string part = FramedMessage(std::string(1000, 'x')).substr(0, 900);
+  {
+    H2Client gone(server_->port());
+    gone.Send({.path = "/t.S/Echo", .body = part, .end = false});
+    EXPECT_EQ(gone.Await(gone.Send(Grpc("/t.S/Echo", "a"))).trailers.at("grpc-status"), "0");
+    EXPECT_EQ(server_->Stats().buffered_request_bytes, 900u);
+  }
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->Stats().open_connections == 0; }, 10'000));
+  EXPECT_EQ(server_->Stats().buffered_request_bytes, 0u);
+  H2Client client(server_->port());
+  // 1,000 bytes: over the bound if the 900 still counted.
+  const H2Client::Response r = client.Await(client.Send(Grpc("/t.S/Echo", std::string(995, 'y'))));
+  EXPECT_FALSE(r.headers.contains("grpc-message")) << r.headers.at("grpc-message");
+  EXPECT_EQ(r.data.size(), 1000u);
+}
+
 TEST_F(GrpcH2ServerTest, HeaderBlockOverTheBoundResetsThatStreamOnly) {
   Start({.max_header_bytes = 1024});
   H2Client client(server_->port());

@@ -100,6 +100,9 @@ Connection::Connection(Socket socket, std::shared_ptr<net::io_context> context,
 
 Connection::~Connection() {
   nghttp2_session_del(session_);
+  // Deleting a session closes no stream through OnStreamClose, so the bodies of requests left
+  // unfinished are given back here, or they would count against max_buffered_bytes for good.
+  shared_->buffered.fetch_sub(buffered_);
   {
     internal::MutexLock lock(&shared_->mu);
     --shared_->open;

@@ -170,6 +170,7 @@ GrpcH2ServerStats GrpcH2Server::Stats() const {
     internal::MutexLock lock(&shared_->mu);
     stats.open_connections = shared_->open;
   }
+  stats.buffered_request_bytes = shared_->buffered.load();
   if (runtime_ != nullptr) stats.listener = runtime_->listener->Stats();
   return stats;
 }

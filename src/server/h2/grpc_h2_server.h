@@ -93,6 +93,8 @@ using UnaryMethod =
 
 struct GrpcH2ServerStats {
   size_t open_connections = 0;
+  // Request bytes held over all connections (bounded by `max_buffered_bytes`).
+  size_t buffered_request_bytes = 0;
   http::ListenerStats listener{};
 };
 
