@@ -1,5 +1,7 @@
 #include "src/server/grpc_preface_gate.h"
 
+#include <cstdio>
+#include <exception>
 #include <optional>
 #include <utility>
 
@@ -18,7 +20,16 @@ PrefaceGate::PrefaceGate(boost::asio::io_context& context, std::chrono::millisec
                          Pass pass)
     : context_(context), timeout_(timeout), pass_(std::move(pass)) {}
 
-PrefaceGate::~PrefaceGate() { CloseAll(); }
+PrefaceGate::~PrefaceGate() {
+  // Unlists every connection, so that the handlers still queued do not touch this gate. A timer
+  // or socket that cannot be cancelled (boost::system::system_error) leaves handlers that would.
+  try {
+    CloseAll();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "grpc: closing the connections not handed over failed: %s\n", e.what());
+    std::terminate();
+  }
+}
 
 void PrefaceGate::Hold(Socket socket) {
   auto held = std::make_shared<Held>(std::move(socket), context_);

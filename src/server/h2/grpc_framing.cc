@@ -28,8 +28,9 @@ absl::StatusOr<std::string_view> UnaryMessage(std::string_view body, size_t max_
   }
   const size_t end = kMessagePrefixBytes + *length;
   if (body.size() < end) return absl::InternalError("the request ends inside its message");
-  if (body.size() > end)
+  if (body.size() > end) {
     return absl::InternalError("more than one request message in a unary call");
+  }
   return body.substr(kMessagePrefixBytes, *length);
 }
 
@@ -71,7 +72,7 @@ std::optional<std::chrono::nanoseconds> ParseGrpcTimeout(std::string_view value)
 }
 
 std::string PercentEncodeGrpcMessage(std::string_view message) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
+  static constexpr std::string_view kHex = "0123456789ABCDEF";
   std::string out;
   out.reserve(message.size());
   for (char c : message) {

@@ -1,6 +1,7 @@
 #include "src/server/h2/grpc_h2_connection.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <random>
 #include <utility>
@@ -50,7 +51,8 @@ std::string PeerName(const Connection::Socket& socket) {
 std::chrono::milliseconds Jittered(std::chrono::milliseconds d) {
   thread_local std::minstd_rand random{std::random_device{}()};
   std::uniform_real_distribution<double> factor(0.9, 1.1);
-  return std::chrono::milliseconds(static_cast<int64_t>(d.count() * factor(random)));
+  return std::chrono::milliseconds(
+      static_cast<int64_t>(static_cast<double>(d.count()) * factor(random)));
 }
 
 }  // namespace
@@ -89,10 +91,10 @@ Connection::Connection(Socket socket, std::shared_ptr<net::io_context> context,
       timer_(socket_.get_executor()),
       last_active_(Clock::now()) {
   nghttp2_session_server_new(&session_, Callbacks(), this);
-  const nghttp2_settings_entry settings[] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<uint32_t>(options_.max_header_bytes)}};
-  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  const std::array<nghttp2_settings_entry, 2> settings = {
+      {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams},
+       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<uint32_t>(options_.max_header_bytes)}}};
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
   if (options_.max_connection_age.count() > 0) {
     age_at_ = last_active_ + Jittered(options_.max_connection_age);
   }
@@ -285,29 +287,29 @@ void Connection::Reply(int32_t stream_id, Stream& stream, absl::StatusOr<std::st
   ReleaseBody(stream);
   if (response.ok()) {
     stream.response = FramedMessage(*response);
-    const nghttp2_nv headers[] = {Static(":status", "200"),
-                                  Static("content-type", "application/grpc")};
+    const std::array<nghttp2_nv, 2> headers = {Static(":status", "200"),
+                                               Static("content-type", "application/grpc")};
     nghttp2_data_provider provider{};
     provider.source.ptr = &stream;
     provider.read_callback = &ReadResponse;
-    nghttp2_submit_response(session_, stream_id, headers, std::size(headers), &provider);
+    nghttp2_submit_response(session_, stream_id, headers.data(), headers.size(), &provider);
     return;
   }
   // Trailers-only: the status travels in the one HEADERS frame that ends the stream.
   const std::string code = absl::StrCat(static_cast<int>(response.status().code()));
   const absl::string_view text = response.status().message();
   const std::string message = PercentEncodeGrpcMessage(std::string_view(text.data(), text.size()));
-  const nghttp2_nv headers[] = {Static(":status", "200"),
-                                Static("content-type", "application/grpc"),
-                                Copied("grpc-status", code), Copied("grpc-message", message)};
-  nghttp2_submit_response(session_, stream_id, headers, message.empty() ? 3 : 4, nullptr);
+  const std::array<nghttp2_nv, 4> headers = {
+      Static(":status", "200"), Static("content-type", "application/grpc"),
+      Copied("grpc-status", code), Copied("grpc-message", message)};
+  nghttp2_submit_response(session_, stream_id, headers.data(), message.empty() ? 3 : 4, nullptr);
 }
 
 void Connection::ReplyHttp(int32_t stream_id, Stream& stream, const char* status) {
   stream.answered = true;
   ReleaseBody(stream);
-  const nghttp2_nv headers[] = {Static(":status", status)};
-  nghttp2_submit_response(session_, stream_id, headers, 1, nullptr);
+  const std::array<nghttp2_nv, 1> headers = {Static(":status", status)};
+  nghttp2_submit_response(session_, stream_id, headers.data(), headers.size(), nullptr);
 }
 
 ssize_t Connection::ReadResponse(nghttp2_session* session, int32_t stream_id, uint8_t* buf,
@@ -315,13 +317,13 @@ ssize_t Connection::ReadResponse(nghttp2_session* session, int32_t stream_id, ui
                                  void*) {
   auto* stream = static_cast<Stream*>(source->ptr);
   const size_t n = std::min(length, stream->response.size() - stream->sent);
-  std::memcpy(buf, stream->response.data() + stream->sent, n);
+  std::copy_n(stream->response.data() + stream->sent, n, buf);
   stream->sent += n;
   if (stream->sent == stream->response.size()) {
     // The stream ends with the trailers rather than with this DATA frame.
     *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-    const nghttp2_nv trailers[] = {Static("grpc-status", "0")};
-    nghttp2_submit_trailer(session, stream_id, trailers, 1);
+    const std::array<nghttp2_nv, 1> trailers = {Static("grpc-status", "0")};
+    nghttp2_submit_trailer(session, stream_id, trailers.data(), trailers.size());
   }
   return static_cast<ssize_t>(n);
 }

@@ -1,6 +1,8 @@
 #include "src/server/h2/grpc_h2_server.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -69,7 +71,16 @@ GrpcH2Server::GrpcH2Server(GrpcH2ServerOptions options,
   shared_->methods = std::move(methods);
 }
 
-GrpcH2Server::~GrpcH2Server() { Stop(); }
+GrpcH2Server::~GrpcH2Server() {
+  // Stop() throws only when a thread cannot be joined (std::system_error), which leaves no state
+  // to carry on from: say why, then end the process as the escaping exception would have.
+  try {
+    Stop();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "grpc: stopping the nghttp2 engine failed: %s\n", e.what());
+    std::terminate();
+  }
+}
 
 absl::Status GrpcH2Server::Start() {
   if (runtime_ != nullptr) return absl::FailedPreconditionError("grpc: already started");

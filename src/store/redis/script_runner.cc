@@ -237,7 +237,7 @@ RedisCommand ScriptRunner::MakeCall(const std::vector<std::string>& argv,
   pair.push_back(std::move(call));
   pair.push_back(RedisCommand::Format(
       {"WAIT", absl::StrCat(durability.min_replicas), absl::StrCat(durability.timeout.count())}));
-  return RedisCommand::Pipeline(std::move(pair));
+  return RedisCommand::Pipeline(pair);
 }
 
 const RedisReply* ScriptRunner::ScriptReplyOf(const RedisReply& reply,
