@@ -301,6 +301,14 @@ GrpcServer::~GrpcServer() {
 
 namespace {
 
+// The first-bytes timeout, or the idle timeout when that is shorter.
+std::chrono::milliseconds FirstBytesTimeout(const GrpcServerOptions& o) {
+  if (o.max_connection_idle.count() > 0) {
+    return std::min(o.first_bytes_timeout, o.max_connection_idle);
+  }
+  return o.first_bytes_timeout;
+}
+
 int ClampToInt(std::chrono::milliseconds d) {
   return static_cast<int>(std::min<int64_t>(d.count(), INT32_MAX));
 }
@@ -318,12 +326,8 @@ absl::Status GrpcServer::Start() {
   const std::optional<std::pair<std::string, uint16_t>> own = OwnListenAddress(options_);
   if (own.has_value()) {
     Impl& impl = *impl_;
-    std::chrono::milliseconds first_bytes_timeout = options_.first_bytes_timeout;
-    if (options_.max_connection_idle.count() > 0) {
-      first_bytes_timeout = std::min(first_bytes_timeout, options_.max_connection_idle);
-    }
     impl.gate =
-        std::make_unique<PrefaceGate>(impl.listener_context, first_bytes_timeout,
+        std::make_unique<PrefaceGate>(impl.listener_context, FirstBytesTimeout(options_),
                                       [&impl](http::internal::TcpListener::Socket socket) {
                                         boost::system::error_code ignored;
                                         const int fd = socket.release(ignored);
@@ -433,6 +437,7 @@ absl::Status GrpcServer::StartNghttp2() {
                               .max_connection_idle = options_.max_connection_idle,
                               .max_connection_age = options_.max_connection_age,
                               .max_connection_age_grace = options_.max_connection_age_grace,
+                              .first_bytes_timeout = FirstBytesTimeout(options_),
                               .health_services = {"", "ratelimit"},
                               .log = [](std::string_view line) { spdlog::warn(line); }},
       std::move(methods));
@@ -470,7 +475,9 @@ GrpcServerStats GrpcServer::Stats() const {
           .listener = impl_->h2 != nullptr         ? impl_->h2->Stats().listener
                       : impl_->listener != nullptr ? impl_->listener->Stats()
                                                    : http::ListenerStats{},
-          .silent_closed = impl_->gate != nullptr ? impl_->gate->timed_out() : 0};
+          .silent_closed = impl_->h2 != nullptr     ? impl_->h2->Stats().silent_closed
+                           : impl_->gate != nullptr ? impl_->gate->timed_out()
+                                                    : 0};
 }
 
 void GrpcServer::Stop() {

@@ -93,7 +93,7 @@ struct GrpcServerStats {
   uint64_t unparsable_requests = 0;
   // The listener's counters, when sluiced accepts the connections itself; else zeros.
   http::ListenerStats listener{};
-  // Connections closed for sending nothing within `first_bytes_timeout` (gRPC C++ engine).
+  // Connections closed for sending nothing within `first_bytes_timeout`.
   uint64_t silent_closed = 0;
 };
 

@@ -190,9 +190,6 @@ TEST_P(GrpcServerLimitsTest, ConnectionsThatSpokeAreNotClosedToMakeRoom) {
 // Verifies a connection that sends nothing is closed after `first_bytes_timeout` and counted,
 // while gRPC's idle timeout is far away.
 TEST_P(GrpcServerLimitsTest, SilentConnectionIsClosedAfterTheFirstBytesTimeout) {
-  if (GetParam() != GrpcEngine::kGrpc) {
-    GTEST_SKIP() << "the nghttp2 engine closes silent connections by max_connection_idle only";
-  }
   Start({.first_bytes_timeout = std::chrono::milliseconds(200)});
   testing::IdleConnections silent(server_->port(), 1);
   ASSERT_EQ(silent.size(), 1u);

@@ -98,6 +98,9 @@ Connection::Connection(Socket socket, std::shared_ptr<net::io_context> context,
   if (options_.max_connection_age.count() > 0) {
     age_at_ = last_active_ + Jittered(options_.max_connection_age);
   }
+  if (options_.first_bytes_timeout.count() > 0) {
+    silent_until_ = last_active_ + options_.first_bytes_timeout;
+  }
 }
 
 Connection::~Connection() {
@@ -356,6 +359,7 @@ void Connection::Read() {
         if (ec || self->closed_) return self->Close();
         if (!self->spoke_.load(std::memory_order_relaxed)) {
           self->spoke_.store(true, std::memory_order_relaxed);
+          self->silent_until_.reset();
         }
         self->in_recv_ = true;
         const ssize_t rv = nghttp2_session_mem_recv(self->session_, self->in_.data(), n);
@@ -401,6 +405,7 @@ void Connection::ArmTimer() {
   }
   if (age_at_.has_value()) next = std::min(next, *age_at_);
   if (grace_at_.has_value()) next = std::min(next, *grace_at_);
+  if (silent_until_.has_value()) next = std::min(next, *silent_until_);
   if (next == Clock::time_point::max()) return;
   timer_.expires_at(next);
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
@@ -410,6 +415,10 @@ void Connection::ArmTimer() {
 
 void Connection::OnTimer() {
   const Clock::time_point now = Clock::now();
+  if (silent_until_.has_value() && now >= *silent_until_) {
+    shared_->silent_closed.fetch_add(1);
+    return Close();
+  }
   if (grace_at_.has_value() && now >= *grace_at_) return Close();
   if (age_at_.has_value() && now >= *age_at_) {
     age_at_.reset();

@@ -35,6 +35,7 @@ struct GrpcH2Server::Shared {
   std::atomic<bool> serving{false};
   // Request bytes held over all connections.
   std::atomic<size_t> buffered{0};
+  std::atomic<uint64_t> silent_closed{0};
   internal::Mutex mu;
   size_t open ABSL_GUARDED_BY(mu) = 0;
   std::condition_variable_any closed;  // Each time `open` goes down.
@@ -131,6 +132,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::steady_timer timer_;
   std::chrono::steady_clock::time_point last_active_;
   std::optional<std::chrono::steady_clock::time_point> age_at_;
+  // Closed then unless its first bytes came (options_.first_bytes_timeout).
+  std::optional<std::chrono::steady_clock::time_point> silent_until_;
   std::optional<std::chrono::steady_clock::time_point> grace_at_;
 };
 

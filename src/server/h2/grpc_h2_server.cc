@@ -182,6 +182,7 @@ GrpcH2ServerStats GrpcH2Server::Stats() const {
     stats.open_connections = shared_->open;
   }
   stats.buffered_request_bytes = shared_->buffered.load();
+  stats.silent_closed = shared_->silent_closed.load();
   if (runtime_ != nullptr) stats.listener = runtime_->listener->Stats();
   return stats;
 }

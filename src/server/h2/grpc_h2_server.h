@@ -68,6 +68,8 @@ struct GrpcH2ServerOptions {
   std::chrono::milliseconds max_connection_idle = std::chrono::minutes(5);  // 0: never
   std::chrono::milliseconds max_connection_age{0};                          // 0: never
   std::chrono::milliseconds max_connection_age_grace{0};                    // 0: unlimited
+  // A connection that sends no byte for this long is closed and counted. 0: never.
+  std::chrono::milliseconds first_bytes_timeout{0};
   std::chrono::milliseconds stop_grace = std::chrono::seconds(5);
   std::vector<std::string> health_services = {""};
   // Warnings (throttled by the caller where they can repeat); empty: standard error.
@@ -95,6 +97,8 @@ struct GrpcH2ServerStats {
   size_t open_connections = 0;
   // Request bytes held over all connections (bounded by `max_buffered_bytes`).
   size_t buffered_request_bytes = 0;
+  // Connections closed for sending nothing within `first_bytes_timeout`.
+  uint64_t silent_closed = 0;
   http::ListenerStats listener{};
 };
 
