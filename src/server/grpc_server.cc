@@ -469,15 +469,18 @@ absl::Status GrpcServer::ListenerHealth() const {
 
 GrpcServerStats GrpcServer::Stats() const {
   if (impl_ == nullptr) return {};
-  return {.in_flight = impl_->calls.in_flight(),
-          .rejected_in_flight = impl_->calls.rejected_in_flight(),
-          .unparsable_requests = impl_->calls.unparsable(),
-          .listener = impl_->h2 != nullptr         ? impl_->h2->Stats().listener
-                      : impl_->listener != nullptr ? impl_->listener->Stats()
-                                                   : http::ListenerStats{},
-          .silent_closed = impl_->h2 != nullptr     ? impl_->h2->Stats().silent_closed
-                           : impl_->gate != nullptr ? impl_->gate->timed_out()
-                                                    : 0};
+  GrpcServerStats stats{.in_flight = impl_->calls.in_flight(),
+                        .rejected_in_flight = impl_->calls.rejected_in_flight(),
+                        .unparsable_requests = impl_->calls.unparsable()};
+  if (impl_->h2 != nullptr) {
+    const h2::GrpcH2ServerStats engine = impl_->h2->Stats();
+    stats.listener = engine.listener;
+    stats.silent_closed = engine.silent_closed;
+  } else if (impl_->listener != nullptr) {
+    stats.listener = impl_->listener->Stats();
+    stats.silent_closed = impl_->gate->timed_out();
+  }
+  return stats;
 }
 
 void GrpcServer::Stop() {
