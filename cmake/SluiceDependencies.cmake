@@ -4,10 +4,10 @@
 find_package(Threads REQUIRED)
 find_package(absl REQUIRED)
 
-# Boost: Asio and URL for the Redis client, Beast and JSON for the middleware, JSON for sluiced and
-# the test vectors.
+# Boost: Asio and URL for the Redis client (URL also in tests), Beast and JSON for the middleware,
+# JSON for sluiced and the test vectors.
 set(sluice_boost_components)
-if(SLUICE_BUILD_REDIS)
+if(SLUICE_BUILD_REDIS OR SLUICE_BUILD_TESTS)
   list(APPEND sluice_boost_components url)
 endif()
 if(SLUICE_BUILD_HTTP OR SLUICE_BUILD_SERVER OR SLUICE_BUILD_TESTS)

@@ -6,6 +6,8 @@
 
 #include "sluice/key.h"
 
+#include "src/http/request_target.h"
+
 namespace sluice::http::internal {
 
 const CompiledTier* TierTable::Find(std::string_view tier) const {
@@ -16,17 +18,19 @@ const CompiledTier* TierTable::Find(std::string_view tier) const {
 }
 
 bool CompiledRoute::Matches(const RequestView& request) const {
+  // Any spelling of a method the rule names matches: a router that takes "get" for GET must not
+  // see it walk around the GET rule. (HEAD is in `methods` beside GET when the spec says so.)
   if (!methods.empty() &&
-      std::find(methods.begin(), methods.end(), request.method) == methods.end()) {
+      std::none_of(methods.begin(), methods.end(), [&](const std::string& method) {
+        return EqualsIgnoreAsciiCase(method, request.method);
+      })) {
     return false;
   }
   if (!request.route_template.empty() && path.match() == PathMatch::kTemplate) {
     // The framework matched a template already: compare templates, not paths.
     return path.SameShape(request.route_template);
   }
-  std::string_view p = request.path;
-  p = p.substr(0, std::min(p.find('?'), p.find('#')));
-  return path.Matches(p);
+  return path.Matches(RoutingPath(request.path));
 }
 
 const CompiledRoute* CompiledRules::Match(const RequestView& request) const {

@@ -373,13 +373,18 @@ class Reader {
   absl::StatusOr<MiddlewareSpec> Spec(const YAML::Node& root) const {
     MiddlewareSpec spec{.source = file_.Name()};
     if (root.IsNull()) return Error(root, "", "the file is empty");
-    SLUICE_RETURN_IF_ERROR(
-        CheckMap(root, "", {"area", "dry_run", "identity", "response", "global", "routes"}));
+    SLUICE_RETURN_IF_ERROR(CheckMap(
+        root, "",
+        {"area", "dry_run", "head_matches_get", "identity", "response", "global", "routes"}));
     if (root["area"]) {
       SLUICE_ASSIGN_OR_RETURN(spec.area, String(root["area"], "area"));
     }
     if (root["dry_run"]) {
       SLUICE_ASSIGN_OR_RETURN(spec.dry_run, Bool(root["dry_run"], "dry_run"));
+    }
+    if (root["head_matches_get"]) {
+      SLUICE_ASSIGN_OR_RETURN(spec.head_matches_get,
+                              Bool(root["head_matches_get"], "head_matches_get"));
     }
     if (root["identity"]) SLUICE_RETURN_IF_ERROR(Identity(root["identity"], spec.identity));
     if (root["response"]) SLUICE_RETURN_IF_ERROR(Response(root["response"], spec.response));

@@ -3,13 +3,21 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+
 #include "sluice/memory_store.h"
 
+#include "src/http/problem_json.h"
 #include "src/http/request_call.h"
+#include "src/http/request_target.h"
+#include "src/util/strings.h"
 
 namespace sluice::http {
 
@@ -34,6 +42,23 @@ Limit LocalShare(const Limit& limit, int64_t instances) {
   return share;
 }
 
+// The 400 answer to a path that a router could read as another route than the rules do
+// (RequestView::refuse_ambiguous_path), or nullopt when the request goes on to the rules.
+std::optional<Verdict> RefuseAmbiguousPath(const RequestView& request) {
+  if (!request.refuse_ambiguous_path) return std::nullopt;
+  const std::string_view why = internal::AmbiguousPath(internal::RoutingPath(request.path));
+  if (why.empty()) return std::nullopt;
+  return Verdict{.outcome = Verdict::Outcome::kReject,
+                 .status = 400,
+                 .headers = {},
+                 .content_type = std::string(internal::kProblemContentType),
+                 .body = internal::ProblemJson(
+                     "about:blank", "Bad Request", 400,
+                     absl::StrCat("The request target has ", ::sluice::internal::AbslView(why),
+                                  "; send the path in its normal form."),
+                     {})};
+}
+
 // Whether the call's store error is answered by the local limiter.
 bool UsesLocalFallback(const internal::RequestCall& call, const absl::Status& status) {
   return IsStoreFailure(status) &&
@@ -49,6 +74,8 @@ struct Middleware::Counters {
   alignas(kCacheLine) std::atomic<uint64_t> ok{0};
   alignas(kCacheLine) std::atomic<uint64_t> error{0};
   alignas(kCacheLine) std::atomic<uint64_t> local_fallback{0};
+  // Rare: shares a line with the one above.
+  std::atomic<uint64_t> ambiguous_path{0};
 
   void Add(const internal::Tally& t) {
     if (t.ok) ok.fetch_add(1, std::memory_order_relaxed);
@@ -109,6 +136,10 @@ absl::StatusOr<Decision> Middleware::WithLocalFallback(const internal::RequestCa
 }
 
 Verdict Middleware::Decide(const RequestView& request) {
+  if (std::optional<Verdict> refused = RefuseAmbiguousPath(request)) {
+    counters_->ambiguous_path.fetch_add(1, std::memory_order_relaxed);
+    return *std::move(refused);
+  }
   internal::RequestCall call(config_.load(), this);
   if (call.Prepare(request, options_) == internal::RequestCall::State::kUnlimited) return Verdict{};
   counters_->enabled.fetch_add(1, std::memory_order_relaxed);
@@ -130,6 +161,11 @@ void Middleware::DecideAsync(const RequestView& request, VerdictCallback done) {
   // answer: decide here.
   if (store_answers_inline_) {
     std::move(done)(Decide(request));
+    return;
+  }
+  if (std::optional<Verdict> refused = RefuseAmbiguousPath(request)) {
+    counters_->ambiguous_path.fetch_add(1, std::memory_order_relaxed);
+    std::move(done)(*std::move(refused));
     return;
   }
   // Shared between this frame and the store's callback: the checks must outlive CheckAllAsync()
@@ -187,7 +223,8 @@ MiddlewareStats Middleware::Stats() const {
       .over_limit = counters_->over_limit.load(std::memory_order_relaxed),
       .ok = counters_->ok.load(std::memory_order_relaxed),
       .error = counters_->error.load(std::memory_order_relaxed),
-      .local_fallback = counters_->local_fallback.load(std::memory_order_relaxed)};
+      .local_fallback = counters_->local_fallback.load(std::memory_order_relaxed),
+      .ambiguous_path = counters_->ambiguous_path.load(std::memory_order_relaxed)};
 }
 
 }  // namespace sluice::http

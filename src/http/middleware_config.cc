@@ -125,6 +125,17 @@ std::string RouteKey(const RuleSpec& rule, std::string_view path) {
   return absl::StrCat(absl::StrJoin(rule.methods, ","), " ", AbslView(path));
 }
 
+// The methods a rule matches: its own, and HEAD beside GET when the spec says so (HEAD is GET
+// without the body; see MiddlewareSpec::head_matches_get). Empty for any method.
+std::vector<std::string> MatchedMethods(const MiddlewareSpec& spec, const RuleSpec& rule) {
+  std::vector<std::string> methods = rule.methods;
+  const auto has = [&](std::string_view m) {
+    return std::find(methods.begin(), methods.end(), m) != methods.end();
+  };
+  if (spec.head_matches_get && has("GET") && !has("HEAD")) methods.emplace_back("HEAD");
+  return methods;
+}
+
 absl::StatusOr<std::unique_ptr<const CompiledRules>> Compile(const MiddlewareSpec& spec) {
   auto rules = std::make_unique<CompiledRules>();
   std::vector<std::string> shapes;
@@ -142,16 +153,17 @@ absl::StatusOr<std::unique_ptr<const CompiledRules>> Compile(const MiddlewareSpe
     const std::string key = RouteKey(rule, path->Canonical());
     // An earlier rule of the same shape whose methods include all of this rule's shadows it:
     // this rule could never be the first match.
+    const std::vector<std::string> methods = MatchedMethods(spec, rule);
     for (size_t j = 0; j < i; ++j) {
       const RuleSpec& earlier = spec.routes[j];
       if (shapes[j] != path->Shape()) continue;
-      const bool covered =
-          earlier.methods.empty() ||
-          (!rule.methods.empty() &&
-           std::all_of(rule.methods.begin(), rule.methods.end(), [&](const std::string& m) {
-             return std::find(earlier.methods.begin(), earlier.methods.end(), m) !=
-                    earlier.methods.end();
-           }));
+      const std::vector<std::string>& earlier_methods = rules->routes[j].methods;
+      const bool covered = earlier_methods.empty() ||
+                           (!methods.empty() &&
+                            std::all_of(methods.begin(), methods.end(), [&](const std::string& m) {
+                              return std::find(earlier_methods.begin(), earlier_methods.end(), m) !=
+                                     earlier_methods.end();
+                            }));
       if (covered) {
         return internal::SpecError(
             rule.location, field,
@@ -163,7 +175,7 @@ absl::StatusOr<std::unique_ptr<const CompiledRules>> Compile(const MiddlewareSpe
     shapes.push_back(path->Shape());
     SLUICE_ASSIGN_OR_RETURN(TierTable tiers, CompileTiers(spec, &rule, key, field));
     rules->routes.push_back(CompiledRoute{.name = rule.name,
-                                          .methods = rule.methods,
+                                          .methods = methods,
                                           .path = *std::move(path),
                                           .tiers = std::move(tiers)});
   }

@@ -18,9 +18,11 @@ std::string ProblemJson(std::string_view type, std::string_view title, int statu
   problem["title"] = Json(title);
   problem["status"] = status;
   problem["detail"] = Json(detail);
-  boost::json::array policies;
-  for (std::string_view name : violated) policies.emplace_back(Json(name));
-  problem["violated-policies"] = std::move(policies);
+  if (!violated.empty()) {
+    boost::json::array policies;
+    for (std::string_view name : violated) policies.emplace_back(Json(name));
+    problem["violated-policies"] = std::move(policies);
+  }
   return boost::json::serialize(problem);
 }
 

@@ -20,7 +20,7 @@ inline constexpr std::string_view kReducedCapacityType =
 // ProblemJson()
 //
 // Returns the JSON object {"type", "title", "status", "detail", "violated-policies"}, with every
-// string escaped.
+// string escaped; "violated-policies" only when `violated` is not empty.
 std::string ProblemJson(std::string_view type, std::string_view title, int status,
                         std::string_view detail, std::span<const std::string_view> violated);
 

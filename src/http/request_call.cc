@@ -79,11 +79,11 @@ Verdict RequestCall::Reject(RejectReason reason, int status, int64_t retry_after
                                             "; retry in ", retry_after_seconds, " s."),
                                violated);
   } else {
+    // An outage violates no policy, so the body names none (the hook still sees which limit of
+    // the local fallback denied).
     verdict.body =
         ProblemJson(kReducedCapacityType, "Rate limiting temporarily unavailable", status,
-                    "The rate limiter could not check this request's quota; retry "
-                    "later.",
-                    violated);
+                    "The rate limiter could not check this request's quota; retry later.", {});
   }
   if (options.on_reject) {
     RejectInfo info{.reason = reason,

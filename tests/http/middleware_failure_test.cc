@@ -179,7 +179,11 @@ TEST(MiddlewareFailure, LocalFallbackDenialIs503) {
       Middleware::Create({.store = store.get(), .config = Rules(kRules)}).value();
   // burst 2 / 2 instances = 1 locally.
   EXPECT_TRUE(Send(*middleware, {.path = "/api/orders/1"}).passed());
-  EXPECT_EQ(Send(*middleware, {.path = "/api/orders/1"}).status, 503);
+  const Verdict refused = Send(*middleware, {.path = "/api/orders/1"});
+  EXPECT_EQ(refused.status, 503);
+  // An outage violates no policy: the body says the quota could not be checked and names none.
+  EXPECT_THAT(refused.body, ::testing::HasSubstr("could not check"));
+  EXPECT_THAT(refused.body, ::testing::Not(::testing::HasSubstr("violated-policies")));
 }
 
 // Verifies that the middleware keeps what it needs: the request is destroyed before the store

@@ -18,6 +18,8 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -75,6 +77,32 @@ inline absl::StatusOr<HttpResult> HttpPost(int port, const std::string& target,
 
 inline absl::StatusOr<HttpResult> HttpGet(int port, const std::string& target) {
   return HttpRequest(port, "GET", target);
+}
+
+// Sends `method` `target` as written (no encoding, no checks: any bytes a client could send) with
+// "Connection: close", and returns the answer's status code, or an error when none came.
+inline absl::StatusOr<int> RawHttpStatus(int port, const std::string& method,
+                                         const std::string& target) {
+  namespace net = boost::asio;
+  try {
+    net::io_context ioc;
+    boost::beast::tcp_stream stream(ioc);
+    stream.expires_after(std::chrono::seconds(10));
+    stream.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"),
+                                          static_cast<unsigned short>(port)));
+    const std::string request =
+        method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    net::write(stream, net::buffer(request));
+    std::string answer;
+    net::read_until(stream, net::dynamic_buffer(answer), "\r\n");
+    // "HTTP/1.1 200 OK"
+    if (answer.size() < 12 || !answer.starts_with("HTTP/1.")) {
+      return absl::DataLossError("not an HTTP answer: " + answer);
+    }
+    return std::stoi(answer.substr(9, 3));
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(e.what());
+  }
 }
 
 }  // namespace sluice::testing

@@ -58,11 +58,15 @@ class BeastRequestView {
     }
     const std::string_view target(request.target().data(), request.target().size());
     const std::string_view method(request.method_string().data(), request.method_string().size());
+    // Beast has no router: the application routes on the target as sent, so a target that a
+    // router could read as another path than the rules do is refused. (An absolute-form target
+    // keeps its scheme and authority here; the rules match its path.)
     view_ = RequestView{.method = method,
-                        .path = target.substr(0, target.find('?')),
+                        .path = target.substr(0, target.find_first_of("?#")),
                         .route_template = {},
                         .headers = std::span<const HeaderField>(headers_.data(), headers_.size()),
-                        .peer_address = peer_};
+                        .peer_address = peer_,
+                        .refuse_ambiguous_path = true};
   }
   BeastRequestView(const BeastRequestView&) = delete;
   BeastRequestView& operator=(const BeastRequestView&) = delete;

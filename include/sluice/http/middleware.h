@@ -104,6 +104,9 @@ struct MiddlewareStats {
   uint64_t error = 0;
   // Of those, requests decided by the middleware's own local limiter (StoreErrorAction::kLocal).
   uint64_t local_fallback = 0;
+  // Requests refused with 400 for an ambiguous path (RequestView::refuse_ambiguous_path), before
+  // any rule was matched.
+  uint64_t ambiguous_path = 0;
 };
 
 struct MiddlewareOptions {

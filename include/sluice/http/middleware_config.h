@@ -86,7 +86,9 @@ enum class PathMatch : uint8_t {
 struct RuleSpec {
   // A unique name, for errors and the rejection hook; "global" for the global rule.
   std::string name{};
-  // The methods it applies to ("GET", "POST"; case-sensitive); empty for any method.
+  // The methods it applies to ("GET", "POST"; upper-case); empty for any method. A request's method
+  // is compared ignoring ASCII case, and a GET rule also matches HEAD unless
+  // MiddlewareSpec::head_matches_get is false.
   std::vector<std::string> methods{};
   PathMatch match = PathMatch::kTemplate;
   // The template or prefix; must start with '/'. Unused for the global rule.
@@ -176,6 +178,11 @@ struct MiddlewareSpec {
   std::string area = "http";
   // Decide, count and add headers, but never reject. Default: false.
   bool dry_run = false;
+  // A rule for GET also matches HEAD, with the same counter key: HTTP defines HEAD as GET without
+  // the body, and frameworks (cpp-httplib among them) answer HEAD with the GET handler, so a GET
+  // rule that ignored HEAD could be walked around. Set false to limit HEAD only by rules that name
+  // it (or by none). Default: true.
+  bool head_matches_get = true;
   // Limits applied to every request before its route's (as ASP.NET Core's GlobalLimiter): the
   // flood guard. Counted per identity when the identity is vouched for (the authentication
   // callback, a verified API key, the client address), and per client address when it is only

@@ -35,9 +35,14 @@ struct HeaderField {
 // A request as the middleware sees it. Every view must stay valid until Decide() returns, or, for
 // DecideAsync(), until it returns (the middleware copies what it keeps before then).
 struct RequestView {
-  // "GET", "POST", ... as sent (methods are case-sensitive, RFC 9110 §9.1).
+  // "GET", "POST", ... as sent. Rules compare it ignoring ASCII case (a router that does not
+  // refuses it, but no spelling walks around a rule), and a GET rule matches HEAD too
+  // (MiddlewareSpec::head_matches_get).
   std::string_view method{};
-  // The path, without query string or fragment: "/api/orders/42".
+  // The path as the application's router matches it: "/api/orders/42". A query ("?...") or
+  // fragment ("#...") is ignored, and so is the scheme and authority of an absolute-form target
+  // ("http://host/api/orders"). Pass the form the router sees: cpp-httplib routes on the
+  // percent-decoded path (httplib::Request::path), so its adapter passes that.
   std::string_view path{};
   // The route template the framework matched, e.g. "/api/orders/{id}", or "" when the framework has
   // none (then rules match `path` against their templates).
@@ -46,6 +51,11 @@ struct RequestView {
   // The TCP peer's IP address as text ("192.0.2.7", "2001:db8::1", "::ffff:192.0.2.7"); "" when
   // unknown (e.g. a Unix socket).
   std::string_view peer_address{};
+  // Refuse (400) a path that a router could read as another route than the rules do: dot
+  // segments, encoded '/' or '\', backslashes, percent-encoded unreserved characters. For
+  // frameworks whose application routes on the raw target (Beast, which has no router): set by
+  // that adapter. A path a router cannot misread passes whatever this says.
+  bool refuse_ambiguous_path = false;
 
   // RequestView::Header()
   //
