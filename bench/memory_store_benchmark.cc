@@ -38,7 +38,6 @@
 #include "sluice/clock.h"
 #include "sluice/decision.h"
 #include "sluice/limit.h"
-#include "sluice/limiter.h"
 #include "sluice/memory_store.h"
 #include "sluice/status_macros.h"
 #include "sluice/store.h"
@@ -63,27 +62,30 @@ constexpr Limit kLimit{.algorithm = Algorithm::kFixedWindow,
 // keys, and the same validation, clock and algorithm as the memory store.
 class NaiveStore final : public Store {
  public:
-  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
-    SLUICE_RETURN_IF_ERROR(ValidateCheck(key, limit, cost));
-    const int64_t now_us = Clock::Real().EpochNow().count();
-    std::lock_guard<std::mutex> lock(mu_);
-    Entry& entry = entries_[std::string(key)];
-    if (entry.expiry_us <= now_us) entry.state = {};
-    const Decision decision = algorithm::DecideFixedWindow(limit, entry.state, now_us, cost);
-    if (decision.allowed && cost > 0) entry.expiry_us = now_us + decision.reset_after.count();
-    return decision;
-  }
-  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
-                  DecisionCallback done) override {
-    std::move(done)(Check(key, limit, cost));
-  }
-  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck>) override {
-    return absl::UnimplementedError("naive store: CheckAll");
-  }
-  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
-    std::move(done)(CheckAll(checks));
-  }
   std::string_view Name() const override { return "naive"; }
+  bool AnswersInline() const override { return true; }
+
+ protected:
+  // The store's conveniences validate the input, as they do for the memory store.
+  void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+    if (checks.size() != 1) {
+      std::move(done)(absl::UnimplementedError("naive store: CheckAll"));
+      return;
+    }
+    const LimitCheck& check = checks[0];
+    const int64_t now_us = Clock::Real().EpochNow().count();
+    Decision decision;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Entry& entry = entries_[check.key];
+      if (entry.expiry_us <= now_us) entry.state = {};
+      decision = algorithm::DecideFixedWindow(check.limit, entry.state, now_us, check.cost);
+      if (decision.allowed && check.cost > 0) {
+        entry.expiry_us = now_us + decision.reset_after.count();
+      }
+    }
+    std::move(done)(MultiDecision{.allowed = decision.allowed, .decisions = {decision}});
+  }
 
  private:
   struct Entry {

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <memory>
 
-#include "sluice/limiter.h"
 #include "sluice/memory_store.h"
 #include "sluice/version.h"
 
@@ -11,10 +10,11 @@ int main() {
   // [library example]
   absl::StatusOr<std::unique_ptr<sluice::MemoryStore>> store = sluice::MemoryStore::Create({});
   if (!store.ok()) return 1;
-  sluice::Limiter limiter(**store);
-  sluice::Limit per_user{.algorithm = sluice::Algorithm::kGcra, .limit = 100,
-                         .period = std::chrono::minutes(1), .burst = 20};
-  absl::StatusOr<sluice::Decision> d = limiter.Check("user:42", per_user);
+  sluice::Limit per_user{.algorithm = sluice::Algorithm::kGcra,
+                         .limit = 100,
+                         .period = std::chrono::minutes(1),
+                         .burst = 20};
+  absl::StatusOr<sluice::Decision> d = (*store)->Check("user:42", per_user);
   if (d.ok() && !d->allowed) {
     // 429, Retry-After: ceil(d->retry_after)
   }
@@ -23,7 +23,7 @@ int main() {
   // A burst of 20 passes at once, the 21st request is denied.
   int allowed = d.ok() && d->allowed ? 1 : 0;
   for (int i = 0; i < 20; ++i) {
-    d = limiter.Check("user:42", per_user);
+    d = (*store)->Check("user:42", per_user);
     if (!d.ok()) return 1;
     allowed += d->allowed ? 1 : 0;
   }

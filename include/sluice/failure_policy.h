@@ -33,6 +33,7 @@
 
 #include "sluice/clock.h"
 #include "sluice/store.h"
+#include "sluice/store_wrapper.h"
 
 namespace sluice {
 
@@ -72,8 +73,10 @@ struct FailureStats {
   uint64_t log_lines_suppressed = 0;  // store-error and breaker lines dropped by the throttle
 };
 
-class FailurePolicyStore : public Store {
+class FailurePolicyStore : public StoreWrapper {
  public:
+  using StoreWrapper::StoreWrapper;
+
   virtual FailureStats Stats() const = 0;
 };
 

@@ -11,7 +11,6 @@
 //   absl::StatusOr<std::unique_ptr<MemoryStore>> store =
 //       MemoryStore::Create({.max_entries = 1'000'000, .max_bytes = size_t{256} << 20});
 //   if (!store.ok()) return store.status();
-//   Limiter limiter(**store);
 //
 // Thread safety: thread-safe. Async methods run their callback inline, on the caller's stack,
 // before returning.

@@ -24,7 +24,6 @@
 //   absl::StatusOr<std::unique_ptr<RedisStore>> store =
 //       RedisStore::Create({.url = "redis://10.0.0.5:6379/0", .command_timeout = 15ms});
 //   if (!store.ok()) return store.status();
-//   Limiter limiter(**store);
 //
 // Thread safety: thread-safe. Async callbacks run on the store's I/O thread, or inline before the
 // call returns when the input is invalid or the check is refused without reaching Redis (not

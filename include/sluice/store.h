@@ -10,15 +10,20 @@
 // state is then interpreted under the new limit (see docs/algorithms.md).
 //
 // Example:
-//   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, MemoryStore::Create({}));
-//   absl::StatusOr<Decision> d = store->Check("user:42", Limit{.limit = 10}, 1);
+//   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<MemoryStore> store, MemoryStore::Create({}));
+//   Limit per_user{.limit = 100, .period = std::chrono::minutes(1)};
+//   absl::StatusOr<Decision> d = store->Check("user:42", per_user);
 //   if (d.ok() && !d->allowed) { /* answer 429 */ }
+//
+// A decorator (a failure policy, a cache in front of the store) derives from StoreWrapper
+// (store_wrapper.h) and overrides Decide() alone.
 //
 // Errors: InvalidArgument for a bad limit, cost or key (nothing is recorded); Unavailable when the
 // store cannot be reached; DeadlineExceeded when it did not answer in time (the outcome is unknown
 // and the call is never resent); Internal for a protocol or script bug.
 //
-// Thread safety: every method may be called concurrently from any thread.
+// Thread safety: every method may be called concurrently from any thread; an implementation's
+// Decide() must allow that.
 #ifndef SLUICE_STORE_H_
 #define SLUICE_STORE_H_
 
@@ -29,6 +34,7 @@
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 #include "sluice/decision.h"
@@ -54,10 +60,26 @@ struct [[nodiscard]] MultiDecision {
   std::vector<Decision> decisions{};
 };
 
+// ValidateCheck()
+//
+// Returns OK when `key` is non-empty and `limit` and `cost` are valid, else InvalidArgument.
+absl::Status ValidateCheck(std::string_view key, const Limit& limit, int64_t cost);
+
+// ValidateChecks()
+//
+// ValidateCheck() for each element; also InvalidArgument when `checks` is empty.
+absl::Status ValidateChecks(std::span<const LimitCheck> checks);
+
+class StoreWrapper;
+
+// A store implements one primitive, Decide(); the four ways to call it (one check or several,
+// blocking or not) are the non-virtual conveniences below, which validate the input once, here,
+// so that no store and no decorator repeats it.
 class Store {
  public:
-  // Completion callbacks. Each async method says whether it may run `done` inline on the caller's
-  // stack; `done` is called exactly once.
+  // Completion callbacks. `done` is called exactly once: inline, before the call returns, when
+  // the input is invalid or the store answers inline (AnswersInline()), else on the store's
+  // thread.
   using DecisionCallback = absl::AnyInvocable<void(absl::StatusOr<Decision>) &&>;
   using MultiDecisionCallback = absl::AnyInvocable<void(absl::StatusOr<MultiDecision>) &&>;
 
@@ -68,26 +90,25 @@ class Store {
 
   // Store::Check()
   //
-  // Applies `cost` units against `limit` under `key` atomically and returns the decision.
-  virtual absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit,
-                                         int64_t cost) = 0;
+  // Applies `cost` units against `limit` under `key` atomically and returns the decision;
+  // InvalidArgument for a bad key, limit or cost (the store is not asked).
+  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost = 1);
 
   // Store::CheckAsync()
   //
   // As Check(), completing through `done`.
-  virtual void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
-                          DecisionCallback done) = 0;
+  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost, DecisionCallback done);
 
   // Store::CheckAll()
   //
   // Decides every check in `checks` as one atomic step: either all pass and all costs are recorded,
-  // or none is recorded. An empty `checks` is InvalidArgument.
-  virtual absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) = 0;
+  // or none is recorded. An empty `checks`, or any invalid check, is InvalidArgument.
+  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks);
 
   // Store::CheckAllAsync()
   //
   // As CheckAll(), completing through `done`.
-  virtual void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) = 0;
+  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done);
 
   // Store::Name()
   //
@@ -96,11 +117,26 @@ class Store {
 
   // Store::AnswersInline()
   //
-  // True when the store never waits on I/O: its synchronous methods return at once and its
-  // asynchronous ones complete `done` before they return (the memory store). A caller on a thread
-  // that must not block may then use the synchronous methods, and skip the state an asynchronous
-  // completion needs. Default: false.
+  // True when the store never waits on I/O: Decide() completes `done` before it returns (the
+  // memory store). A caller on a thread that must not block may then use the synchronous methods,
+  // and skip the state an asynchronous completion needs. Default: false.
   virtual bool AnswersInline() const { return false; }
+
+ protected:
+  // Store::Decide()
+  //
+  // The primitive: decides `checks` as one atomic step (as CheckAll() says) and calls `done`
+  // exactly once, with one decision per check, in order. The checks are valid and there is at
+  // least one (the caller validated them); they stay valid until Decide() returns, so a store
+  // that needs them later copies them. A store with a cheaper path for one check takes it here,
+  // the one place that knows.
+  virtual void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) = 0;
+
+ private:
+  friend class StoreWrapper;
+
+  // Decide(), waited for. REQUIRES: `checks` validated.
+  absl::StatusOr<MultiDecision> DecideAndWait(std::span<const LimitCheck> checks);
 };
 
 }  // namespace sluice

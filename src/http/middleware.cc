@@ -122,19 +122,6 @@ absl::StatusOr<MultiDecision> Middleware::WithLocalFallback(const internal::Requ
   return local;
 }
 
-absl::StatusOr<Decision> Middleware::WithLocalFallback(const internal::RequestCall& call,
-                                                       absl::StatusOr<Decision> result) {
-  if (result.ok() || !UsesLocalFallback(call, result.status())) return result;
-  const LimitCheck& check = call.checks()[0];
-  absl::StatusOr<Decision> local = local_->Check(
-      check.key, LocalShare(check.limit, call.config().spec().response.local_fallback_instances),
-      check.cost);
-  if (!local.ok()) return result;
-  local->from_fallback = true;
-  counters_->local_fallback.fetch_add(1, std::memory_order_relaxed);
-  return local;
-}
-
 Verdict Middleware::Decide(const RequestView& request) {
   if (std::optional<Verdict> refused = RefuseAmbiguousPath(request)) {
     counters_->ambiguous_path.fetch_add(1, std::memory_order_relaxed);
@@ -144,14 +131,8 @@ Verdict Middleware::Decide(const RequestView& request) {
   if (call.Prepare(request, options_) == internal::RequestCall::State::kUnlimited) return Verdict{};
   counters_->enabled.fetch_add(1, std::memory_order_relaxed);
   internal::Tally tally;
-  const std::span<const LimitCheck> checks = call.checks();
-  Verdict verdict =
-      checks.size() == 1
-          ? call.Finish(
-                WithLocalFallback(
-                    call, options_.store->Check(checks[0].key, checks[0].limit, checks[0].cost)),
-                options_, tally)
-          : call.Finish(WithLocalFallback(call, options_.store->CheckAll(checks)), options_, tally);
+  Verdict verdict = call.Finish(WithLocalFallback(call, options_.store->CheckAll(call.checks())),
+                                options_, tally);
   counters_->Add(tally);
   return verdict;
 }
@@ -177,28 +158,14 @@ void Middleware::DecideAsync(const RequestView& request, VerdictCallback done) {
   }
   counters_->enabled.fetch_add(1, std::memory_order_relaxed);
   call->done = std::move(done);
-  // One check (the common case) takes the store's single-key path: its cheapest, and one limit
-  // needs no all-or-nothing check.
-  const std::span<const LimitCheck> checks = call->checks();
-  auto finish = [call](auto result) {
-    internal::Tally tally;
-    Middleware& self = *call->owner;
-    Verdict verdict =
-        call->Finish(self.WithLocalFallback(*call, std::move(result)), self.options_, tally);
-    self.counters_->Add(tally);
-    std::move(call->done)(std::move(verdict));
-  };
-  if (checks.size() == 1) {
-    options_.store->CheckAsync(
-        checks[0].key, checks[0].limit, checks[0].cost,
-        [finish = std::move(finish)](absl::StatusOr<Decision> result) mutable {
-          finish(std::move(result));
-        });
-    return;
-  }
   options_.store->CheckAllAsync(
-      checks, [finish = std::move(finish)](absl::StatusOr<MultiDecision> result) mutable {
-        finish(std::move(result));
+      call->checks(), [call](absl::StatusOr<MultiDecision> result) mutable {
+        internal::Tally tally;
+        Middleware& self = *call->owner;
+        Verdict verdict =
+            call->Finish(self.WithLocalFallback(*call, std::move(result)), self.options_, tally);
+        self.counters_->Add(tally);
+        std::move(call->done)(std::move(verdict));
       });
 }
 

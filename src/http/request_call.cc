@@ -104,12 +104,6 @@ Verdict RequestCall::Finish(absl::StatusOr<MultiDecision> result, const Middlewa
   return FinishDecisions(absl::OkStatus(), result->decisions, result->allowed, options, tally);
 }
 
-Verdict RequestCall::Finish(absl::StatusOr<Decision> result, const MiddlewareOptions& options,
-                            Tally& tally) {
-  if (!result.ok()) return FinishDecisions(result.status(), {}, false, options, tally);
-  return FinishDecisions(absl::OkStatus(), {&*result, 1}, result->allowed, options, tally);
-}
-
 Verdict RequestCall::FinishDecisions(absl::Status status, std::span<const Decision> decisions,
                                      bool allowed, const MiddlewareOptions& options, Tally& tally) {
   state_ = State::kDone;

@@ -66,9 +66,6 @@ class RequestCall {
   // form. REQUIRES: state() == kWaitingForStore.
   Verdict Finish(absl::StatusOr<MultiDecision> result, const MiddlewareOptions& options,
                  Tally& tally);
-  // The same for a call with one check, answered by Store::Check(): one limit needs no
-  // all-or-nothing check, and the single-key path of a store is its cheapest.
-  Verdict Finish(absl::StatusOr<Decision> result, const MiddlewareOptions& options, Tally& tally);
 
   // The caller's completion, kept here during an asynchronous call so that the store's callback
   // captures one pointer (and fits in its callback's inline storage: no allocation).

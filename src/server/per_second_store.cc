@@ -1,5 +1,6 @@
 #include "src/server/per_second_store.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -50,54 +51,38 @@ MultiDecision Join(const Split& s, size_t n, const MultiDecision& first,
 
 }  // namespace
 
-absl::StatusOr<Decision> PerSecondStore::Check(std::string_view key, const Limit& limit,
-                                               int64_t cost) {
-  return For(limit).Check(key, limit, cost);
-}
-
-void PerSecondStore::CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
-                                DecisionCallback done) {
-  For(limit).CheckAsync(key, limit, cost, std::move(done));
-}
-
-absl::StatusOr<MultiDecision> PerSecondStore::CheckAll(std::span<const LimitCheck> checks) {
-  Split s = SplitChecks(checks);
-  if (s.other.empty()) return per_second_.CheckAll(checks);
-  if (s.per_second.empty()) return main_.CheckAll(checks);
-  absl::StatusOr<MultiDecision> first = per_second_.CheckAll(s.per_second);
-  if (!first.ok()) return first.status();
-  absl::StatusOr<MultiDecision> second = main_.CheckAll(first->allowed ? s.other : Peeks(s.other));
-  if (!second.ok()) return second.status();
-  return Join(s, checks.size(), *first, *second, first->allowed && second->allowed);
-}
-
-void PerSecondStore::CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) {
+void PerSecondStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) {
+  const size_t per_second = static_cast<size_t>(std::count_if(
+      checks.begin(), checks.end(), [](const LimitCheck& c) { return IsPerSecond(c.limit); }));
+  // Without a mix, one call to one store.
+  if (per_second == checks.size()) {
+    DecideOn(per_second_, checks, std::move(done));
+    return;
+  }
+  if (per_second == 0) {
+    DecideOn(inner(), checks, std::move(done));
+    return;
+  }
   auto s = std::make_shared<Split>(SplitChecks(checks));
-  if (s->other.empty()) {
-    per_second_.CheckAllAsync(checks, std::move(done));
-    return;
-  }
-  if (s->per_second.empty()) {
-    main_.CheckAllAsync(checks, std::move(done));
-    return;
-  }
   const size_t n = checks.size();
-  per_second_.CheckAllAsync(s->per_second, [this, s, n, done = std::move(done)](
-                                               absl::StatusOr<MultiDecision> first) mutable {
-    if (!first.ok()) {
-      std::move(done)(first.status());
-      return;
-    }
-    if (!first->allowed) s->other = Peeks(std::move(s->other));
-    main_.CheckAllAsync(s->other, [s, n, first = *std::move(first), done = std::move(done)](
-                                      absl::StatusOr<MultiDecision> second) mutable {
-      if (!second.ok()) {
-        std::move(done)(second.status());
-        return;
-      }
-      std::move(done)(Join(*s, n, first, *second, first.allowed && second->allowed));
-    });
-  });
+  DecideOn(per_second_, s->per_second,
+           [this, s, n, done = std::move(done)](absl::StatusOr<MultiDecision> first) mutable {
+             if (!first.ok()) {
+               std::move(done)(first.status());
+               return;
+             }
+             if (!first->allowed) s->other = Peeks(std::move(s->other));
+             DecideOn(
+                 inner(), s->other,
+                 [s, n, first = *std::move(first),
+                  done = std::move(done)](absl::StatusOr<MultiDecision> second) mutable {
+                   if (!second.ok()) {
+                     std::move(done)(second.status());
+                     return;
+                   }
+                   std::move(done)(Join(*s, n, first, *second, first.allowed && second->allowed));
+                 });
+           });
 }
 
 }  // namespace sluice::server

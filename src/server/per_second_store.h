@@ -20,30 +20,26 @@
 #include <string_view>
 
 #include "sluice/store.h"
+#include "sluice/store_wrapper.h"
 
 namespace sluice::server {
 
-class PerSecondStore final : public Store {
+class PerSecondStore final : public StoreWrapper {
  public:
-  PerSecondStore(Store& main, Store& per_second) : main_(main), per_second_(per_second) {}
+  PerSecondStore(Store& main, Store& per_second) : StoreWrapper(main), per_second_(per_second) {}
 
-  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override;
-  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
-                  DecisionCallback done) override;
-  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override;
-  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override;
   std::string_view Name() const override { return "per-second split"; }
   bool AnswersInline() const override {
-    return main_.AnswersInline() && per_second_.AnswersInline();
+    return inner().AnswersInline() && per_second_.AnswersInline();
   }
 
   // True for the limits that go to the per-second store.
   static bool IsPerSecond(const Limit& limit) { return limit.period == std::chrono::seconds(1); }
 
- private:
-  Store& For(const Limit& limit) { return IsPerSecond(limit) ? per_second_ : main_; }
+ protected:
+  void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override;
 
-  Store& main_;
+ private:
   Store& per_second_;
 };
 

@@ -155,23 +155,7 @@ void PlanExecutor::CheckTogether(const std::shared_ptr<Run>& run, std::vector<si
     const PlannedLimit& l = run->plan->limits[i];
     checks.push_back({.key = l.key, .limit = *l.limit, .cost = peek ? 0 : l.hits});
   }
-  if (checks.size() == 1) {
-    // The common case, one limit: the single-check script is cheaper than the multi-check one.
-    const LimitCheck& c = checks.front();
-    store_.CheckAsync(c.key, c.limit, c.cost,
-                      [this, run, i = indexes.front(), peek](absl::StatusOr<Decision> d) {
-                        if (d.ok() && peek) {
-                          RecordPeek(run->plan->limits[i], *d, run->results[i]);
-                        } else if (d.ok()) {
-                          run->results[i].decision = *d;
-                          run->results[i].counted = d->allowed;
-                        } else {
-                          run->Fail(d.status());
-                        }
-                        Release(run);
-                      });
-    return;
-  }
+  // One call whatever the count: the store takes its cheaper path for a single check itself.
   store_.CheckAllAsync(
       checks, [this, run, indexes = std::move(indexes), peek](absl::StatusOr<MultiDecision> m) {
         if (m.ok()) {

@@ -2,6 +2,7 @@
 // server, runs. examples_in_sync_test checks that each header still shows exactly the lines kept
 // here between its `// [include/...]` markers (leading spaces aside), so the two cannot drift.
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -19,12 +20,12 @@
 #include "sluice/failure_policy.h"
 #include "sluice/key.h"
 #include "sluice/limit.h"
-#include "sluice/limiter.h"
 #include "sluice/memory_store.h"
 #include "sluice/redis_store.h"
 #include "sluice/status_macros.h"
 #include "sluice/store.h"
 #include "sluice/store_url.h"
+#include "sluice/store_wrapper.h"
 
 // Not in an anonymous namespace: the examples that need a server are compiled, never called.
 namespace sluice::docs {
@@ -46,29 +47,19 @@ absl::Status ConfigExample() {
 absl::Status FailurePolicyExample(const RedisStoreOptions& options) {
   // [include/sluice/failure_policy.h]
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Store> redis, RedisStore::Create(options));
-  std::unique_ptr<Store> store = WithFailurePolicy(
-      std::move(redis), {.mode = FailureMode::kLocal, .expected_instances = 4});
+  std::unique_ptr<Store> store =
+      WithFailurePolicy(std::move(redis), {.mode = FailureMode::kLocal, .expected_instances = 4});
   // [include/sluice/failure_policy.h]
   return absl::OkStatus();
 }
 
 absl::Status LimitExample() {
   // [include/sluice/limit.h]
-  Limit per_user{.algorithm = Algorithm::kGcra, .limit = 100, .period = std::chrono::minutes(1),
-                 .burst = 20};
+  Limit per_user{
+      .algorithm = Algorithm::kGcra, .limit = 100, .period = std::chrono::minutes(1), .burst = 20};
   SLUICE_RETURN_IF_ERROR(ValidateLimit(per_user));
   // [include/sluice/limit.h]
   return absl::OkStatus();
-}
-
-absl::StatusOr<Decision> LimiterExample() {
-  // [include/sluice/limiter.h]
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<MemoryStore> store, MemoryStore::Create({}));
-  Limiter limiter(*store);
-  Limit per_user{.limit = 100, .period = std::chrono::minutes(1)};
-  absl::StatusOr<Decision> d = limiter.Check("user:42", per_user);
-  // [include/sluice/limiter.h]
-  return d;
 }
 
 absl::Status MemoryStoreExample() {
@@ -76,9 +67,8 @@ absl::Status MemoryStoreExample() {
   absl::StatusOr<std::unique_ptr<MemoryStore>> store =
       MemoryStore::Create({.max_entries = 1'000'000, .max_bytes = size_t{256} << 20});
   if (!store.ok()) return store.status();
-  Limiter limiter(**store);
   // [include/sluice/memory_store.h]
-  return limiter.Check("user:42", Limit{}).status();
+  return (*store)->Check("user:42", Limit{}).status();
 }
 
 absl::Status RedisStoreExample() {
@@ -86,7 +76,6 @@ absl::Status RedisStoreExample() {
   absl::StatusOr<std::unique_ptr<RedisStore>> store =
       RedisStore::Create({.url = "redis://10.0.0.5:6379/0", .command_timeout = 15ms});
   if (!store.ok()) return store.status();
-  Limiter limiter(**store);
   // [include/sluice/redis_store.h]
   return absl::OkStatus();
 }
@@ -110,15 +99,30 @@ absl::StatusOr<Decision> StatusMacrosExample(Store& store, std::string_view key,
   return d;
 }
 
-absl::StatusOr<bool> StoreExample() {
+absl::StatusOr<Decision> StoreExample() {
   // [include/sluice/store.h]
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, MemoryStore::Create({}));
-  absl::StatusOr<Decision> d = store->Check("user:42", Limit{.limit = 10}, 1);
-  if (d.ok() && !d->allowed) { /* answer 429 */ }
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<MemoryStore> store, MemoryStore::Create({}));
+  Limit per_user{.limit = 100, .period = std::chrono::minutes(1)};
+  absl::StatusOr<Decision> d = store->Check("user:42", per_user);
+  if (d.ok() && !d->allowed) { /* answer 429 */
+  }
   // [include/sluice/store.h]
-  if (!d.ok()) return d.status();
-  return d->allowed;
+  return d;
 }
+
+// [include/sluice/store_wrapper.h]
+class CountingStore final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  std::atomic<uint64_t> checks{0};
+
+ protected:
+  void Decide(std::span<const LimitCheck> batch, MultiDecisionCallback done) override {
+    checks.fetch_add(batch.size(), std::memory_order_relaxed);
+    DecideOn(inner(), batch, std::move(done));
+  }
+};
+// [include/sluice/store_wrapper.h]
 
 absl::StatusOr<std::string> StoreUrlExample() {
   // [include/sluice/store_url.h]
@@ -159,26 +163,30 @@ TEST(HeaderExamples, ConfigLoadsOrReportsAMissingDirectory) {
 
 TEST(HeaderExamples, LimitIsValid) { EXPECT_TRUE(LimitExample().ok()); }
 
-TEST(HeaderExamples, LimiterAllowsTheFirstRequest) {
-  absl::StatusOr<Decision> d = LimiterExample();
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_TRUE(d->allowed);
-  EXPECT_EQ(d->remaining, 99);
-}
-
 TEST(HeaderExamples, MemoryStoreIsCreated) { EXPECT_TRUE(MemoryStoreExample().ok()); }
 
 TEST(HeaderExamples, StatusMacrosPropagateAnInvalidLimit) {
   absl::StatusOr<std::unique_ptr<MemoryStore>> store = MemoryStore::Create({});
   ASSERT_TRUE(store.ok());
   EXPECT_TRUE(StatusMacrosExample(**store, "k", Limit{}).ok());
-  EXPECT_TRUE(absl::IsInvalidArgument(StatusMacrosExample(**store, "k", Limit{.limit = 0}).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(StatusMacrosExample(**store, "k", Limit{.limit = 0}).status()));
 }
 
 TEST(HeaderExamples, StoreAllowsTheFirstRequest) {
-  absl::StatusOr<bool> allowed = StoreExample();
-  ASSERT_TRUE(allowed.ok()) << allowed.status();
-  EXPECT_TRUE(*allowed);
+  absl::StatusOr<Decision> d = StoreExample();
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->remaining, 99);
+}
+
+TEST(HeaderExamples, StoreWrapperForwardsAndCounts) {
+  std::unique_ptr<MemoryStore> memory = MemoryStore::Create({}).value();
+  CountingStore counting(*memory);
+  EXPECT_TRUE(counting.Check("user:42", Limit{.limit = 1}).value().allowed);
+  EXPECT_FALSE(counting.Check("user:42", Limit{.limit = 1}).value().allowed);
+  EXPECT_EQ(counting.checks.load(), 2u);
+  EXPECT_EQ(counting.Name(), "memory");
 }
 
 TEST(HeaderExamples, StoreUrlRedactsThePassword) {

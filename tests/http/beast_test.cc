@@ -112,10 +112,9 @@ TEST(BeastAdapter, DeliversVerdictsOnTheExecutorAndBuildsResponses) {
 // back to the connection's executor, not run where the store completed it.
 TEST(BeastAdapter, PostsLateVerdictsToTheExecutor) {
   StrictMock<sluice::testing::MockStore> store;
-  Store::DecisionCallback pending;
-  // One limit: the single-key path.
-  EXPECT_CALL(store, CheckAsync(_, _, _, _))
-      .WillOnce([&](std::string_view, const Limit&, int64_t, Store::DecisionCallback done) {
+  Store::MultiDecisionCallback pending;
+  EXPECT_CALL(store, Decide(_, _))
+      .WillOnce([&](std::span<const LimitCheck>, Store::MultiDecisionCallback done) {
         pending = std::move(done);
       });
   std::unique_ptr<Middleware> middleware =
@@ -124,14 +123,16 @@ TEST(BeastAdapter, PostsLateVerdictsToTheExecutor) {
   std::optional<std::thread::id> delivered_on;
   CheckBeastRequest(*middleware, ioc.get_executor(), OrderRequest(), kPeer,
                     [&](Verdict) { delivered_on = std::this_thread::get_id(); });
-  std::thread store_thread([&] { std::move(pending)(Decision{.allowed = true}); });
+  std::thread store_thread([&] {
+    std::move(pending)(MultiDecision{.allowed = true, .decisions = {Decision{.allowed = true}}});
+  });
   store_thread.join();
   EXPECT_FALSE(delivered_on.has_value());
   ioc.run();
   EXPECT_EQ(delivered_on, std::this_thread::get_id());
 }
 
-// A store that completes every CheckAsync() and CheckAllAsync() on its own thread at once, so
+// A store that completes every call on its own thread at once, so
 // completions race with the caller's return from CheckBeastRequest().
 class RacingStore final : public Store {
  public:
@@ -144,22 +145,10 @@ class RacingStore final : public Store {
     changed_.notify_all();
     worker_.join();
   }
-  absl::StatusOr<Decision> Check(std::string_view, const Limit&, int64_t) override {
-    return Decision{.allowed = true};
-  }
-  void CheckAsync(std::string_view, const Limit&, int64_t, DecisionCallback done) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      pending_.push_back(
-          [done = std::move(done)]() mutable { std::move(done)(Decision{.allowed = true}); });
-    }
-    changed_.notify_all();
-  }
-  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
-    return MultiDecision{.allowed = true,
-                         .decisions = std::vector<Decision>(checks.size(), {.allowed = true})};
-  }
-  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+  std::string_view Name() const override { return "racing"; }
+
+ protected:
+  void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       pending_.push_back([n = checks.size(), done = std::move(done)]() mutable {
@@ -169,7 +158,6 @@ class RacingStore final : public Store {
     }
     changed_.notify_all();
   }
-  std::string_view Name() const override { return "racing"; }
 
  private:
   void Run() {

@@ -16,6 +16,7 @@
 #include "sluice/http/middleware_config.h"
 #include "sluice/http/request.h"
 #include "sluice/store.h"
+#include "sluice/store_wrapper.h"
 
 namespace sluice::http::testing {
 
@@ -71,33 +72,22 @@ inline std::shared_ptr<const MiddlewareConfig> Rules(std::string_view yaml) {
 }
 
 // Forwards to another store and records every key of every CheckAll.
-class RecordingStore final : public Store {
+class RecordingStore final : public StoreWrapper {
  public:
-  explicit RecordingStore(Store& target) : target_(target) {}
+  explicit RecordingStore(Store& target) : StoreWrapper(target) {}
 
   std::vector<std::string> keys() const {
     absl::MutexLock lock(&mu_);
     return keys_;
   }
 
-  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
-    Record(key);
-    return target_.Check(key, limit, cost);
-  }
-  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
-                  DecisionCallback done) override {
-    Record(key);
-    target_.CheckAsync(key, limit, cost, std::move(done));
-  }
-  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
-    for (const LimitCheck& c : checks) Record(c.key);
-    return target_.CheckAll(checks);
-  }
-  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
-    for (const LimitCheck& c : checks) Record(c.key);
-    target_.CheckAllAsync(checks, std::move(done));
-  }
   std::string_view Name() const override { return "recording"; }
+
+ protected:
+  void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+    for (const LimitCheck& c : checks) Record(c.key);
+    DecideOn(inner(), checks, std::move(done));
+  }
 
  private:
   void Record(std::string_view key) {
@@ -105,7 +95,6 @@ class RecordingStore final : public Store {
     if (std::find(keys_.begin(), keys_.end(), key) == keys_.end()) keys_.emplace_back(key);
   }
 
-  Store& target_;
   mutable absl::Mutex mu_;
   std::vector<std::string> keys_ ABSL_GUARDED_BY(mu_);
 };

@@ -192,7 +192,7 @@ TEST(MiddlewareAsync, CompletesLaterAfterTheRequestIsGone) {
   StrictMock<sluice::testing::MockStore> store;
   Store::MultiDecisionCallback pending;
   std::vector<std::string> keys;
-  EXPECT_CALL(store, CheckAllAsync(_, _))
+  EXPECT_CALL(store, Decide(_, _))
       .WillOnce([&](std::span<const LimitCheck> checks, Store::MultiDecisionCallback done) {
         for (const LimitCheck& c : checks) keys.push_back(c.key);
         pending = std::move(done);
@@ -222,19 +222,20 @@ TEST(MiddlewareAsync, CompletesLaterAfterTheRequestIsGone) {
   EXPECT_EQ(middleware->Stats().over_limit, 1u);
 }
 
-// Verifies that one limit takes the store's single-key path (a StrictMock fails on CheckAll), and
-// that the key it was given stays valid until the store answers after the request is gone.
-TEST(MiddlewareAsync, OneLimitUsesTheSingleKeyPathAndOutlivesTheRequest) {
+// Verifies that one limit is one check (the store picks its single-key path itself), and that the
+// key it was given stays valid until the store answers after the request is gone.
+TEST(MiddlewareAsync, OneLimitIsOneCheckThatOutlivesTheRequest) {
   StrictMock<sluice::testing::MockStore> store;
-  Store::DecisionCallback pending;
+  Store::MultiDecisionCallback pending;
   std::string_view key_seen;
-  EXPECT_CALL(store, CheckAsync(_, _, 1, _))
-      .WillOnce(
-          [&](std::string_view key, const Limit& limit, int64_t, Store::DecisionCallback done) {
-            EXPECT_EQ(limit.limit, 5);
-            key_seen = key;
-            pending = std::move(done);
-          });
+  EXPECT_CALL(store, Decide(_, _))
+      .WillOnce([&](std::span<const LimitCheck> checks, Store::MultiDecisionCallback done) {
+        ASSERT_EQ(checks.size(), 1u);
+        EXPECT_EQ(checks[0].cost, 1);
+        EXPECT_EQ(checks[0].limit.limit, 5);
+        key_seen = checks[0].key;
+        pending = std::move(done);
+      });
   std::unique_ptr<Middleware> middleware = Middleware::Create({.store = &store, .config = Rules(R"(
 routes:
   - {name: one, path: /api/one, limits: [{name: only, limit: 5, period: 1m}]}
@@ -249,11 +250,12 @@ routes:
   EXPECT_FALSE(verdict.has_value());
   // Still readable: the middleware owns the key until the answer comes.
   EXPECT_THAT(std::string(key_seen), HasSubstr("/api/one"));
-  std::move(pending)(Decision{.allowed = false,
-                              .limit = 5,
-                              .remaining = 0,
-                              .reset_after = seconds(30),
-                              .retry_after = seconds(30)});
+  std::move(pending)(MultiDecision{.allowed = false,
+                                   .decisions = {Decision{.allowed = false,
+                                                          .limit = 5,
+                                                          .remaining = 0,
+                                                          .reset_after = seconds(30),
+                                                          .retry_after = seconds(30)}}});
   ASSERT_TRUE(verdict.has_value());
   EXPECT_EQ(verdict->status, 429);
   EXPECT_EQ(HeaderOr(*verdict, "Retry-After"), "30");
@@ -262,7 +264,7 @@ routes:
 }
 
 // A store that says it answers inline is asked synchronously: DecideAsync() completes before it
-// returns, through Check(), and never calls CheckAsync() (a StrictMock fails on it).
+// returns, with no state kept for a late answer.
 class InlineMockStore : public sluice::testing::MockStore {
  public:
   bool AnswersInline() const override { return true; }
@@ -270,10 +272,14 @@ class InlineMockStore : public sluice::testing::MockStore {
 
 TEST(MiddlewareAsync, InlineStoreIsAskedSynchronously) {
   StrictMock<InlineMockStore> store;
-  EXPECT_CALL(store, Check(_, _, 1)).WillOnce([](std::string_view, const Limit& limit, int64_t) {
-    return absl::StatusOr<Decision>(Decision{
-        .allowed = true, .limit = limit.limit, .remaining = 4, .reset_after = seconds(60)});
-  });
+  EXPECT_CALL(store, Decide(_, _))
+      .WillOnce([](std::span<const LimitCheck> checks, Store::MultiDecisionCallback done) {
+        std::move(done)(MultiDecision{.allowed = true,
+                                      .decisions = {Decision{.allowed = true,
+                                                             .limit = checks[0].limit.limit,
+                                                             .remaining = 4,
+                                                             .reset_after = seconds(60)}}});
+      });
   std::unique_ptr<Middleware> middleware = Middleware::Create({.store = &store, .config = Rules(R"(
 routes:
   - {name: one, path: /api/one, limits: [{name: only, limit: 5, period: 1m}]}
@@ -291,9 +297,10 @@ routes:
 
 TEST(MiddlewareAsync, StoreAnsweringTheWrongNumberOfDecisionsIsAnError) {
   StrictMock<sluice::testing::MockStore> store;
-  EXPECT_CALL(store, CheckAll(_)).WillOnce([](std::span<const LimitCheck>) {
-    return absl::StatusOr<MultiDecision>(MultiDecision{.allowed = true, .decisions = {}});
-  });
+  EXPECT_CALL(store, Decide(_, _))
+      .WillOnce([](std::span<const LimitCheck>, Store::MultiDecisionCallback done) {
+        std::move(done)(MultiDecision{.allowed = true, .decisions = {}});
+      });
   std::unique_ptr<Middleware> middleware =
       Middleware::Create({.store = &store, .config = Rules(kRules)}).value();
   EXPECT_EQ(Send(*middleware, {.path = "/api/orders/9"}).status, 503);

@@ -14,6 +14,7 @@
 #include "sluice/http/middleware.h"
 #include "sluice/key.h"
 #include "sluice/memory_store.h"
+#include "sluice/store_wrapper.h"
 
 #include "src/store/redis/redis_keys.h"
 #include "tests/http/http_test_util.h"
@@ -27,33 +28,22 @@ using ::sluice::http::testing::Send;
 using ::sluice::http::testing::TestRequest;
 
 // Store that keeps the checks of every call, to see which keys one request uses together.
-class CallRecordingStore final : public Store {
+class CallRecordingStore final : public StoreWrapper {
  public:
-  explicit CallRecordingStore(Store& target) : target_(target) {}
+  explicit CallRecordingStore(Store& target) : StoreWrapper(target) {}
 
   std::vector<std::vector<LimitCheck>> calls() const {
     absl::MutexLock lock(&mu_);
     return calls_;
   }
 
-  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
-    Record({{.key = std::string(key), .limit = limit, .cost = cost}});
-    return target_.Check(key, limit, cost);
-  }
-  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
-                  DecisionCallback done) override {
-    Record({{.key = std::string(key), .limit = limit, .cost = cost}});
-    target_.CheckAsync(key, limit, cost, std::move(done));
-  }
-  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
-    Record({checks.begin(), checks.end()});
-    return target_.CheckAll(checks);
-  }
-  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
-    Record({checks.begin(), checks.end()});
-    target_.CheckAllAsync(checks, std::move(done));
-  }
   std::string_view Name() const override { return "call-recording"; }
+
+ protected:
+  void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+    Record({checks.begin(), checks.end()});
+    DecideOn(inner(), checks, std::move(done));
+  }
 
  private:
   void Record(std::vector<LimitCheck> checks) {
@@ -61,7 +51,6 @@ class CallRecordingStore final : public Store {
     calls_.push_back(std::move(checks));
   }
 
-  Store& target_;
   mutable absl::Mutex mu_;
   std::vector<std::vector<LimitCheck>> calls_ ABSL_GUARDED_BY(mu_);
 };

@@ -54,7 +54,7 @@ prefix)
   "$cmake" --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
     { cat "$work/install.log"; fail "cmake --install"; }
   libdir=$(cd "$prefix" && ls -d lib*/cmake/sluice | head -1 | cut -d/ -f1)
-  for f in include/sluice/version.h include/sluice/limiter.h include/sluice/memory_store.h \
+  for f in include/sluice/version.h include/sluice/store_wrapper.h include/sluice/memory_store.h \
            "$libdir/libsluice_core.a" "$libdir/libsluice_store_memory.a" \
            "$libdir/cmake/sluice/sluiceConfig.cmake" \
            "$libdir/cmake/sluice/sluiceConfigVersion.cmake" \
@@ -148,7 +148,7 @@ deb)
   dpkg-deb -I "$server" conffiles | grep -qx /etc/sluice/config/example.yaml ||
     fail "the example config is not a conffile"
   dev_contents=$(dpkg-deb -c "$dev")
-  for f in /usr/include/sluice/limiter.h /usr/include/sluice/version.h '/libsluice_core.a' \
+  for f in /usr/include/sluice/store_wrapper.h /usr/include/sluice/version.h '/libsluice_core.a' \
            /cmake/sluice/sluiceConfig.cmake /pkgconfig/sluice.pc; do
     grep -q -- "$f\$" <<<"$dev_contents" || fail "$dev has no $f"
   done

@@ -22,16 +22,11 @@
 
 namespace sluice::testing {
 
+// Mocks the one primitive of a store: every call of Check(), CheckAsync(), CheckAll() and
+// CheckAllAsync() with valid input reaches Decide().
 class MockStore : public Store {
  public:
-  MOCK_METHOD(absl::StatusOr<Decision>, Check,
-              (std::string_view key, const Limit& limit, int64_t cost), (override));
-  MOCK_METHOD(void, CheckAsync,
-              (std::string_view key, const Limit& limit, int64_t cost, DecisionCallback done),
-              (override));
-  MOCK_METHOD(absl::StatusOr<MultiDecision>, CheckAll, (std::span<const LimitCheck> checks),
-              (override));
-  MOCK_METHOD(void, CheckAllAsync, (std::span<const LimitCheck> checks, MultiDecisionCallback done),
+  MOCK_METHOD(void, Decide, (std::span<const LimitCheck> checks, MultiDecisionCallback done),
               (override));
   MOCK_METHOD(std::string_view, Name, (), (const, override));
 };

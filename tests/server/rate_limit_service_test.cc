@@ -16,6 +16,7 @@
 #include "sluice/config.h"
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
+#include "sluice/store_wrapper.h"
 
 #include "tests/testing/faulty_store.h"
 #include "tests/testing/manual_clock.h"
@@ -301,9 +302,9 @@ TEST_F(RateLimitServiceTest, QuotaModeBesideNormalLimits) {
 
 // A store that answers every asynchronous check on a thread of its own per call, as the Redis
 // store answers on its I/O threads, so that quota-mode, shadow and enforced answers race.
-class ThreadedStore final : public Store {
+class ThreadedStore final : public StoreWrapper {
  public:
-  explicit ThreadedStore(Store& target) : target_(target) {}
+  explicit ThreadedStore(Store& target) : StoreWrapper(target) {}
   ~ThreadedStore() override { Join(); }
   void Join() {
     std::vector<std::thread> threads;
@@ -313,35 +314,24 @@ class ThreadedStore final : public Store {
     }
     for (std::thread& t : threads) t.join();
   }
-  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
-    return target_.Check(key, limit, cost);
-  }
-  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
-                  DecisionCallback done) override {
-    Start([this, key = std::string(key), limit, cost, done = std::move(done)]() mutable {
-      std::move(done)(target_.Check(key, limit, cost));
-    });
-  }
-  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
-    return target_.CheckAll(checks);
-  }
-  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+  std::string_view Name() const override { return "threaded"; }
+
+ protected:
+  void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
     std::vector<std::string> keys;
     std::vector<LimitCheck> copy(checks.begin(), checks.end());
     for (const LimitCheck& c : checks) keys.emplace_back(c.key);
     Start([this, keys = std::move(keys), copy = std::move(copy), done = std::move(done)]() mutable {
       for (size_t i = 0; i < copy.size(); ++i) copy[i].key = keys[i];
-      std::move(done)(target_.CheckAll(copy));
+      DecideOn(inner(), copy, std::move(done));
     });
   }
-  std::string_view Name() const override { return "threaded"; }
 
  private:
   void Start(absl::AnyInvocable<void() &&> work) {
     std::lock_guard<std::mutex> lock(mu_);
     threads_.emplace_back([work = std::move(work)]() mutable { std::move(work)(); });
   }
-  Store& target_;
   std::mutex mu_;
   std::vector<std::thread> threads_;
 };

@@ -25,34 +25,17 @@
 #include "absl/functional/any_invocable.h"
 
 #include "sluice/store.h"
+#include "sluice/store_wrapper.h"
 
 #include "src/util/mutex.h"
 
 namespace sluice::testing {
 
-class DeferredStore final : public Store {
+class DeferredStore final : public StoreWrapper {
  public:
   // `target` decides; it must outlive this store.
-  explicit DeferredStore(Store& target) : target_(target) {}
+  explicit DeferredStore(Store& target) : StoreWrapper(target) {}
 
-  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
-    return target_.Check(key, limit, cost);
-  }
-  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
-                  DecisionCallback done) override {
-    Queue([this, key = std::string(key), limit, cost, done = std::move(done)]() mutable {
-      std::move(done)(target_.Check(key, limit, cost));
-    });
-  }
-  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
-    return target_.CheckAll(checks);
-  }
-  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
-    std::vector<LimitCheck> copy(checks.begin(), checks.end());
-    Queue([this, copy = std::move(copy), done = std::move(done)]() mutable {
-      std::move(done)(target_.CheckAll(copy));
-    });
-  }
   std::string_view Name() const override { return "deferred"; }
 
   // Calls queued and not yet answered.
@@ -85,13 +68,22 @@ class DeferredStore final : public Store {
     return answered;
   }
 
+ protected:
+  // Every call waits in the queue, so a synchronous call returns only once another thread has
+  // answered it (RunPendingOnThread() from the test's thread does not).
+  void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+    std::vector<LimitCheck> copy(checks.begin(), checks.end());
+    Queue([this, copy = std::move(copy), done = std::move(done)]() mutable {
+      DecideOn(inner(), copy, std::move(done));
+    });
+  }
+
  private:
   void Queue(absl::AnyInvocable<void() &&> work) {
     internal::MutexLock lock(&mu_);
     queue_.push_back(std::move(work));
   }
 
-  Store& target_;
   mutable internal::Mutex mu_;
   std::vector<absl::AnyInvocable<void() &&>> queue_ ABSL_GUARDED_BY(mu_);
 };

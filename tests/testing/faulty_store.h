@@ -13,14 +13,15 @@
 #include <utility>
 
 #include "sluice/store.h"
+#include "sluice/store_wrapper.h"
 
 #include "src/util/mutex.h"
 
 namespace sluice::testing {
 
-class FaultyStore final : public Store {
+class FaultyStore final : public StoreWrapper {
  public:
-  explicit FaultyStore(std::unique_ptr<Store> wrapped) : wrapped_(std::move(wrapped)) {}
+  explicit FaultyStore(std::unique_ptr<Store> wrapped) : StoreWrapper(std::move(wrapped)) {}
 
   void Fail(absl::Status status) {
     internal::MutexLock lock(&mu_);
@@ -32,30 +33,16 @@ class FaultyStore final : public Store {
   // Calls answered with the injected failure.
   int failed() const { return failed_.load(); }
 
-  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
-    if (absl::Status s = Failure(); !s.ok()) return s;
-    return wrapped_->Check(key, limit, cost);
-  }
-  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
-                  DecisionCallback done) override {
-    if (absl::Status s = Failure(); !s.ok()) {
-      std::move(done)(s);
-      return;
-    }
-    wrapped_->CheckAsync(key, limit, cost, std::move(done));
-  }
-  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
-    if (absl::Status s = Failure(); !s.ok()) return s;
-    return wrapped_->CheckAll(checks);
-  }
-  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
-    if (absl::Status s = Failure(); !s.ok()) {
-      std::move(done)(s);
-      return;
-    }
-    wrapped_->CheckAllAsync(checks, std::move(done));
-  }
   std::string_view Name() const override { return "faulty"; }
+
+ protected:
+  void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+    if (absl::Status s = Failure(); !s.ok()) {
+      std::move(done)(s);
+      return;
+    }
+    DecideOn(inner(), checks, std::move(done));
+  }
 
  private:
   absl::Status Failure() {
@@ -72,7 +59,6 @@ class FaultyStore final : public Store {
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> forwarded_{0};
   std::atomic<int> failed_{0};
-  std::unique_ptr<Store> wrapped_;
 };
 
 }  // namespace sluice::testing

@@ -188,9 +188,6 @@ class Middleware {
   // to the call's checks (marked from_fallback); else `result` as it is.
   absl::StatusOr<MultiDecision> WithLocalFallback(const internal::RequestCall& call,
                                                   absl::StatusOr<MultiDecision> result);
-  absl::StatusOr<Decision> WithLocalFallback(const internal::RequestCall& call,
-                                             absl::StatusOr<Decision> result);
-
   MiddlewareOptions options_;
   std::atomic<std::shared_ptr<const MiddlewareConfig>> config_;
   std::unique_ptr<Counters> counters_;

@@ -20,7 +20,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-#include "sluice/limiter.h"
 #include "sluice/status_macros.h"
 
 #include "src/store/memory/entry_state.h"
@@ -117,17 +116,19 @@ class MemoryStoreImpl final : public MemoryStore {
     }
   }
 
-  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override;
-
-  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
-                  DecisionCallback done) override {
-    std::move(done)(Check(key, limit, cost));
-  }
-
-  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override;
-
-  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
-    std::move(done)(CheckAll(checks));
+  // One check takes the single-key path: one shard lock, no grouping of keys.
+  void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+    if (checks.size() != 1) {
+      std::move(done)(DecideMany(checks));
+      return;
+    }
+    absl::StatusOr<Decision> one = DecideOne(checks[0].key, checks[0].limit, checks[0].cost);
+    if (!one.ok()) {
+      std::move(done)(one.status());
+      return;
+    }
+    const bool allowed = one->allowed;
+    std::move(done)(MultiDecision{.allowed = allowed, .decisions = {*std::move(one)}});
   }
 
   MemoryStoreStats Stats() const override {
@@ -150,6 +151,10 @@ class MemoryStoreImpl final : public MemoryStore {
   int64_t NowUs() const { return clock_.EpochNow().count(); }
   Shard& ShardFor(uint64_t hash) const { return *shards_[hash & shard_mask_]; }
 
+  // Decide() of one check, and of several. REQUIRES: validated checks.
+  absl::StatusOr<Decision> DecideOne(std::string_view key, const Limit& limit, int64_t cost);
+  absl::StatusOr<MultiDecision> DecideMany(std::span<const LimitCheck> checks);
+
   // Groups `checks` by distinct key into `keys`; key_of[i] is the index of checks[i]'s key.
   void GroupKeys(std::span<const LimitCheck> checks, absl::InlinedVector<KeyWork, 4>& keys,
                  absl::InlinedVector<uint32_t, 4>& key_of) const;
@@ -167,9 +172,8 @@ class MemoryStoreImpl final : public MemoryStore {
   std::vector<std::unique_ptr<Shard>> shards_;
 };
 
-absl::StatusOr<Decision> MemoryStoreImpl::Check(std::string_view key, const Limit& limit,
-                                                int64_t cost) {
-  SLUICE_RETURN_IF_ERROR(ValidateCheck(key, limit, cost));
+absl::StatusOr<Decision> MemoryStoreImpl::DecideOne(std::string_view key, const Limit& limit,
+                                                    int64_t cost) {
   const int64_t now_us = NowUs();
   if (static_cast<uint64_t>(now_us) >= kMaxNowUs) return ClockOutOfRange(now_us);
   const KeyProbe probe = internal::MakeKeyProbe(key, seed_);
@@ -227,8 +231,7 @@ void MemoryStoreImpl::GroupKeys(std::span<const LimitCheck> checks,
   }
 }
 
-absl::StatusOr<MultiDecision> MemoryStoreImpl::CheckAll(std::span<const LimitCheck> checks) {
-  SLUICE_RETURN_IF_ERROR(ValidateChecks(checks));
+absl::StatusOr<MultiDecision> MemoryStoreImpl::DecideMany(std::span<const LimitCheck> checks) {
   const int64_t now_us = NowUs();
   if (static_cast<uint64_t>(now_us) >= kMaxNowUs) return ClockOutOfRange(now_us);
   absl::InlinedVector<KeyWork, 4> keys;

@@ -25,53 +25,40 @@ bool IsStoreFailure(const absl::Status& status) {
 
 class FailurePolicyStoreImpl final : public FailurePolicyStore {
  public:
+  // The wrapper's base refers to the store, and primary_ owns it: declared last, it is destroyed
+  // first (see below).
   FailurePolicyStoreImpl(std::unique_ptr<Store> primary, const FailurePolicy& policy)
-      : policy_(policy),
+      : FailurePolicyStore(*primary),
+        policy_(policy),
         clock_(policy.clock != nullptr ? *policy.clock : Clock::Real()),
         local_(MakeLocalStore(policy, clock_)),
         error_log_({.max_lines = 1, .interval = std::chrono::seconds(1), .clock = &clock_}),
         breaker_log_({.max_lines = 4, .interval = std::chrono::seconds(1), .clock = &clock_}),
         primary_(std::move(primary)) {}
 
-  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
-    if (!AdmitToStore()) return Fallback(key, limit, cost);
-    return Complete(primary_->Check(key, limit, cost), key, limit, cost);
-  }
-
-  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
-                  DecisionCallback done) override {
-    if (!AdmitToStore()) {
-      std::move(done)(Fallback(key, limit, cost));
-      return;
-    }
-    primary_->CheckAsync(key, limit, cost,
-                         [this, key = std::string(key), limit, cost,
-                          done = std::move(done)](absl::StatusOr<Decision> result) mutable {
-                           std::move(done)(Complete(std::move(result), key, limit, cost));
-                         });
-  }
-
-  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
-    if (!AdmitToStore()) return FallbackAll(checks);
-    return CompleteAll(primary_->CheckAll(checks), checks);
-  }
-
-  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+  // The fallback limiter is in memory, so the wrapper waits on I/O exactly when its store does:
+  // Name() and AnswersInline() are the wrapped store's.
+  void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
     if (!AdmitToStore()) {
       std::move(done)(FallbackAll(checks));
       return;
     }
-    // The caller's span need not outlive the call; keep a copy for the fallback path.
+    if (policy_.mode == FailureMode::kPropagate) {
+      // An error goes back as it is: nothing of the checks is needed once the store answered.
+      DecideOn(*primary_, checks,
+               [this, done = std::move(done)](absl::StatusOr<MultiDecision> result) mutable {
+                 std::move(done)(CompleteAll(std::move(result), {}));
+               });
+      return;
+    }
+    // The checks need not outlive this call; keep a copy for the fallback.
     std::vector<LimitCheck> copy(checks.begin(), checks.end());
-    primary_->CheckAllAsync(checks, [this, copy = std::move(copy), done = std::move(done)](
-                                        absl::StatusOr<MultiDecision> result) mutable {
-      std::move(done)(CompleteAll(std::move(result), copy));
-    });
+    DecideOn(*primary_, checks,
+             [this, copy = std::move(copy),
+              done = std::move(done)](absl::StatusOr<MultiDecision> result) mutable {
+               std::move(done)(CompleteAll(std::move(result), copy));
+             });
   }
-
-  std::string_view Name() const override { return primary_->Name(); }
-  // The fallback limiter is in memory, so the wrapper waits on I/O exactly when its store does.
-  bool AnswersInline() const override { return primary_->AnswersInline(); }
 
   FailureStats Stats() const override {
     internal::MutexLock lock(&mu_);
@@ -90,17 +77,6 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     absl::StatusOr<std::unique_ptr<MemoryStore>> store =
         MemoryStore::Create(MemoryStoreOptions{.clock = &clock});
     return store.ok() ? *std::move(store) : nullptr;
-  }
-
-  absl::StatusOr<Decision> Complete(absl::StatusOr<Decision> result, std::string_view key,
-                                    const Limit& limit, int64_t cost) {
-    if (!IsStoreFailure(result.status())) {
-      OnStoreAnswered();
-      return result;
-    }
-    OnStoreFailed(result.status());
-    if (policy_.mode == FailureMode::kPropagate) return result;
-    return Fallback(key, limit, cost);
   }
 
   absl::StatusOr<MultiDecision> CompleteAll(absl::StatusOr<MultiDecision> result,

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <future>
 #include <memory>
 #include <span>
 #include <string>
@@ -14,7 +13,6 @@
 #include "absl/synchronization/mutex.h"
 #include "spdlog/spdlog.h"
 
-#include "sluice/limiter.h"
 #include "sluice/status_macros.h"
 #include "sluice/store_url.h"
 
@@ -90,53 +88,10 @@ class RedisStoreImpl final : public RedisStore {
     });
   }
 
-  absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost) override {
-    std::promise<absl::StatusOr<Decision>> promise;
-    std::future<absl::StatusOr<Decision>> future = promise.get_future();
-    CheckAsync(key, limit, cost,
-               [&promise](absl::StatusOr<Decision> d) { promise.set_value(std::move(d)); });
-    return future.get();
-  }
-
-  void CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
-                  DecisionCallback done) override {
-    if (absl::Status s = ValidateCheck(key, limit, cost); !s.ok()) {
-      std::move(done)(std::move(s));
-      return;
-    }
-    RunCheck(keys_.StateKey(key, limit.algorithm), limit, cost, std::move(done));
-  }
-
-  absl::StatusOr<MultiDecision> CheckAll(std::span<const LimitCheck> checks) override {
-    std::promise<absl::StatusOr<MultiDecision>> promise;
-    std::future<absl::StatusOr<MultiDecision>> future = promise.get_future();
-    CheckAllAsync(checks,
-                  [&promise](absl::StatusOr<MultiDecision> d) { promise.set_value(std::move(d)); });
-    return future.get();
-  }
-
-  void CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
-    if (absl::Status s = ValidateChecks(checks); !s.ok()) {
-      std::move(done)(std::move(s));
-      return;
-    }
+  void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
     if (checks.size() > static_cast<size_t>(kMaxChecksPerScript)) {
       std::move(done)(absl::InvalidArgumentError(
           absl::StrCat("checks: at most ", kMaxChecksPerScript, " per call, got ", checks.size())));
-      return;
-    }
-    if (checks.size() == 1) {
-      // One check decides exactly as check_all with one check does (the Lua vectors test runs
-      // every vector through both), and the single-check script costs Redis less.
-      CheckAsync(checks[0].key, checks[0].limit, checks[0].cost,
-                 [done = std::move(done)](absl::StatusOr<Decision> d) mutable {
-                   if (!d.ok()) {
-                     std::move(done)(d.status());
-                     return;
-                   }
-                   const bool allowed = d->allowed;
-                   std::move(done)(MultiDecision{.allowed = allowed, .decisions = {*d}});
-                 });
       return;
     }
     std::vector<std::string> redis_keys;
@@ -161,10 +116,9 @@ class RedisStoreImpl final : public RedisStore {
         return;
       }
     }
-    std::vector<std::string> args;
-    args.reserve(kArgsPerCheck * checks.size());
-    for (const LimitCheck& check : checks) AppendCheckArguments(check.limit, check.cost, args);
-    RunCheckAll(std::move(redis_keys), args, std::move(done));
+    std::vector<size_t> all(checks.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    RunChecks(checks, all, redis_keys, std::move(done));
   }
 
   absl::Status WaitForConnection(std::chrono::milliseconds timeout) override {
@@ -192,6 +146,18 @@ class RedisStoreImpl final : public RedisStore {
     mutable absl::Mutex mu;
     std::vector<std::string> list ABSL_GUARDED_BY(mu);
   };
+
+  // The callback of RunCheck() that answers a Decide() of one check.
+  static DecisionCallback OneDecision(MultiDecisionCallback done) {
+    return [done = std::move(done)](absl::StatusOr<Decision> d) mutable {
+      if (!d.ok()) {
+        std::move(done)(d.status());
+        return;
+      }
+      const bool allowed = d->allowed;
+      std::move(done)(MultiDecision{.allowed = allowed, .decisions = {*std::move(d)}});
+    };
+  }
 
   // Runs one check's script on `redis_key`.
   void RunCheck(std::string redis_key, const Limit& limit, int64_t cost, DecisionCallback done) {
@@ -239,37 +205,38 @@ class RedisStoreImpl final : public RedisStore {
                      const std::vector<SlotGroup>& groups, MultiDecisionCallback done) {
     auto join = std::make_shared<SplitJoin>(checks.size(), groups.size(), std::move(done));
     for (const SlotGroup& group : groups) {
-      if (group.checks.size() == 1) {
-        // As for an unsplit call of one check: the single-check script decides the same.
-        const size_t i = group.checks[0];
-        RunCheck(std::move(redis_keys[i]), checks[i].limit, checks[i].cost,
-                 [join, i](absl::StatusOr<Decision> d) {
-                   if (!d.ok()) {
-                     join->Fail(d.status());
-                   } else {
-                     const bool allowed = d->allowed;
-                     join->Record({&i, 1}, MultiDecision{.allowed = allowed, .decisions = {*d}});
-                   }
-                 });
-        continue;
-      }
-      std::vector<std::string> group_keys;
-      std::vector<std::string> args;
-      group_keys.reserve(group.checks.size());
-      args.reserve(kArgsPerCheck * group.checks.size());
-      for (const size_t i : group.checks) {
-        group_keys.push_back(std::move(redis_keys[i]));
-        AppendCheckArguments(checks[i].limit, checks[i].cost, args);
-      }
-      RunCheckAll(std::move(group_keys), args,
-                  [join, indices = group.checks](absl::StatusOr<MultiDecision> m) {
-                    if (!m.ok()) {
-                      join->Fail(m.status());
-                    } else {
-                      join->Record(indices, *std::move(m));
-                    }
-                  });
+      RunChecks(checks, group.checks, redis_keys,
+                [join, indices = group.checks](absl::StatusOr<MultiDecision> m) {
+                  if (!m.ok()) {
+                    join->Fail(m.status());
+                  } else {
+                    join->Record(indices, *std::move(m));
+                  }
+                });
     }
+  }
+
+  // Decides checks[i] for each i of `indices` (one slot on a Cluster) in one atomic call, whose
+  // keys are redis_keys[i] (moved from). One check takes the single-check script: it decides
+  // exactly as check_all with one check does (the Lua vectors test runs every vector through
+  // both) and costs Redis less. The one place that chooses between the two.
+  void RunChecks(std::span<const LimitCheck> checks, std::span<const size_t> indices,
+                 std::vector<std::string>& redis_keys, MultiDecisionCallback done) {
+    if (indices.size() == 1) {
+      const LimitCheck& check = checks[indices[0]];
+      RunCheck(std::move(redis_keys[indices[0]]), check.limit, check.cost,
+               OneDecision(std::move(done)));
+      return;
+    }
+    std::vector<std::string> group_keys;
+    std::vector<std::string> args;
+    group_keys.reserve(indices.size());
+    args.reserve(kArgsPerCheck * indices.size());
+    for (const size_t i : indices) {
+      group_keys.push_back(std::move(redis_keys[i]));
+      AppendCheckArguments(checks[i].limit, checks[i].cost, args);
+    }
+    RunCheckAll(std::move(group_keys), args, std::move(done));
   }
 
   void PreloadScriptsOn(const std::shared_ptr<RedisClient>& primary) {

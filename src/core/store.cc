@@ -1,0 +1,88 @@
+#include "sluice/store.h"
+
+#include <future>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+#include "sluice/status_macros.h"
+
+namespace sluice {
+namespace {
+
+// The one decision of a call with one check.
+absl::StatusOr<Decision> OnlyDecision(absl::StatusOr<MultiDecision> result) {
+  if (!result.ok()) return result.status();
+  if (result->decisions.size() != 1) {
+    return absl::InternalError(
+        absl::StrCat("store answered ", result->decisions.size(), " decisions for 1 check"));
+  }
+  return std::move(result->decisions[0]);
+}
+
+}  // namespace
+
+absl::Status ValidateCheck(std::string_view key, const Limit& limit, int64_t cost) {
+  if (key.empty()) return absl::InvalidArgumentError("key: must not be empty");
+  SLUICE_RETURN_IF_ERROR(ValidateLimit(limit));
+  return ValidateCost(cost);
+}
+
+absl::Status ValidateChecks(std::span<const LimitCheck> checks) {
+  if (checks.empty()) return absl::InvalidArgumentError("checks: at least one check is required");
+  for (size_t i = 0; i < checks.size(); ++i) {
+    if (absl::Status s = ValidateCheck(checks[i].key, checks[i].limit, checks[i].cost); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("checks[", i, "].", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MultiDecision> Store::DecideAndWait(std::span<const LimitCheck> checks) {
+  if (AnswersInline()) {
+    // Answered before Decide() returns: no synchronization needed.
+    std::optional<absl::StatusOr<MultiDecision>> result;
+    Decide(checks, [&result](absl::StatusOr<MultiDecision> r) { result.emplace(std::move(r)); });
+    if (result.has_value()) return *std::move(result);
+    return absl::InternalError(absl::StrCat(
+        "store ", absl::string_view(Name().data(), Name().size()), " did not answer inline"));
+  }
+  std::promise<absl::StatusOr<MultiDecision>> promise;
+  std::future<absl::StatusOr<MultiDecision>> future = promise.get_future();
+  Decide(checks, [&promise](absl::StatusOr<MultiDecision> r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
+
+absl::StatusOr<MultiDecision> Store::CheckAll(std::span<const LimitCheck> checks) {
+  SLUICE_RETURN_IF_ERROR(ValidateChecks(checks));
+  return DecideAndWait(checks);
+}
+
+void Store::CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallback done) {
+  if (absl::Status s = ValidateChecks(checks); !s.ok()) {
+    std::move(done)(std::move(s));
+    return;
+  }
+  Decide(checks, std::move(done));
+}
+
+absl::StatusOr<Decision> Store::Check(std::string_view key, const Limit& limit, int64_t cost) {
+  SLUICE_RETURN_IF_ERROR(ValidateCheck(key, limit, cost));
+  const LimitCheck check{.key = std::string(key), .limit = limit, .cost = cost};
+  return OnlyDecision(DecideAndWait({&check, 1}));
+}
+
+void Store::CheckAsync(std::string_view key, const Limit& limit, int64_t cost,
+                       DecisionCallback done) {
+  if (absl::Status s = ValidateCheck(key, limit, cost); !s.ok()) {
+    std::move(done)(std::move(s));
+    return;
+  }
+  const LimitCheck check{.key = std::string(key), .limit = limit, .cost = cost};
+  Decide({&check, 1}, [done = std::move(done)](absl::StatusOr<MultiDecision> r) mutable {
+    std::move(done)(OnlyDecision(std::move(r)));
+  });
+}
+
+}  // namespace sluice
