@@ -29,11 +29,12 @@ sluice_export(sluice_algorithm algorithm)
 sluice_export(sluice_store_memory memory)
 # SLUICE_BUILD_REDIS or SLUICE_BUILD_HTTP: SHA-256 (OpenSSL) for long keys and API-key identities.
 sluice_export(sluice_sha256 sha256)
-# SLUICE_BUILD_REDIS
+# SLUICE_BUILD_REDIS (the failure policy also with SLUICE_BUILD_HTTP)
 sluice_export(sluice_store_policy policy)
 sluice_export(sluice_store_url store_url)
 sluice_export(sluice_redis_client redis_client)
 sluice_export(sluice_store_redis redis)
+sluice_export(sluice_store_open open_store)
 # SLUICE_BUILD_SERVER or SLUICE_BUILD_HTTP: the YAML front end of both config readers.
 sluice_export(sluice_yaml yaml)
 # SLUICE_BUILD_SERVER
@@ -56,12 +57,13 @@ set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY TRUE)
 
 # Headers: those of the parts that are built. sluice/version.h is generated into the build tree.
 file(GLOB sluice_headers ${PROJECT_SOURCE_DIR}/include/sluice/*.h)
-set(sluice_headers_redis redis_store.h store_url.h failure_policy.h)
+set(sluice_headers_redis redis_store.h store_url.h open_store.h)
 set(sluice_headers_server config.h)
 foreach(h ${sluice_headers})
   get_filename_component(name ${h} NAME)
   if((name IN_LIST sluice_headers_redis AND NOT SLUICE_BUILD_REDIS)
-     OR (name IN_LIST sluice_headers_server AND NOT SLUICE_BUILD_SERVER))
+     OR (name IN_LIST sluice_headers_server AND NOT SLUICE_BUILD_SERVER)
+     OR (name STREQUAL "failure_policy.h" AND NOT TARGET sluice_store_policy))
     list(REMOVE_ITEM sluice_headers ${h})
   endif()
 endforeach()

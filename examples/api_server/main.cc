@@ -17,10 +17,7 @@
 #include "sluice/failure_policy.h"
 #include "sluice/http/middleware.h"
 #include "sluice/http/middleware_config.h"
-#include "sluice/memory_store.h"
-#include "sluice/redis_store.h"
-#include "sluice/store_url.h"
-
+#include "sluice/open_store.h"
 
 namespace sluice::examples {
 namespace {
@@ -36,25 +33,15 @@ struct Flags {
   bool no_limits = false;
 };
 
-std::string Text(const absl::Status& status) {
-  return std::string(status.message());
-}
+std::string Text(const absl::Status& status) { return std::string(status.message()); }
 
 absl::StatusOr<std::unique_ptr<Store>> MakeStore(const Flags& flags) {
-  absl::StatusOr<StoreUrl> url = ParseStoreUrl(flags.store);
-  if (!url.ok()) return url.status();
   absl::StatusOr<FailureMode> mode = ParseFailureMode(flags.failure_mode);
   if (!mode.ok()) return mode.status();
-  if (url->kind == StoreUrl::Kind::kMemory) {
-    // The memory store cannot be unavailable: no failure policy to apply.
-    absl::StatusOr<std::unique_ptr<MemoryStore>> memory = MemoryStore::Create({});
-    if (!memory.ok()) return memory.status();
-    return std::unique_ptr<Store>(*std::move(memory));
-  }
-  absl::StatusOr<std::unique_ptr<RedisStore>> redis = RedisStore::Create({.url = flags.store});
-  if (!redis.ok()) return redis.status();
-  return std::unique_ptr<Store>(WithFailurePolicy(
-      *std::move(redis), {.mode = *mode, .expected_instances = flags.expected_instances}));
+  absl::StatusOr<OpenedStore> opened = OpenStore(
+      flags.store, {.policy = {.mode = *mode, .expected_instances = flags.expected_instances}});
+  if (!opened.ok()) return opened.status();
+  return std::unique_ptr<Store>(std::move(opened->store));
 }
 
 int Run(const Flags& flags) {

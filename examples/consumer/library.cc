@@ -1,3 +1,4 @@
+// clang-format off: README shows these lines as they are.
 // README's library example: one limit, checked against the embedded memory store.
 #include <chrono>
 #include <cstdio>
@@ -10,10 +11,8 @@ int main() {
   // [library example]
   absl::StatusOr<std::unique_ptr<sluice::MemoryStore>> store = sluice::MemoryStore::Create({});
   if (!store.ok()) return 1;
-  sluice::Limit per_user{.algorithm = sluice::Algorithm::kGcra,
-                         .limit = 100,
-                         .period = std::chrono::minutes(1),
-                         .burst = 20};
+  sluice::Limit per_user{.algorithm = sluice::Algorithm::kGcra, .limit = 100,
+                         .period = std::chrono::minutes(1), .burst = 20};
   absl::StatusOr<sluice::Decision> d = (*store)->Check("user:42", per_user);
   if (d.ok() && !d->allowed) {
     // 429, Retry-After: ceil(d->retry_after)

@@ -85,6 +85,9 @@ class FailurePolicyStore : public StoreWrapper {
 // Returns `primary` wrapped with `policy`. The wrapper owns `primary`.
 std::unique_ptr<FailurePolicyStore> WithFailurePolicy(std::unique_ptr<Store> primary,
                                                       const FailurePolicy& policy);
+// As above, wrapping `primary` without owning it: it must outlive the wrapper and every call in
+// flight.
+std::unique_ptr<FailurePolicyStore> WithFailurePolicy(Store& primary, const FailurePolicy& policy);
 
 }  // namespace sluice
 

@@ -12,11 +12,12 @@
 
 #include "absl/strings/str_cat.h"
 
-#include "sluice/memory_store.h"
+#include "sluice/failure_policy.h"
 
 #include "src/http/problem_json.h"
 #include "src/http/request_call.h"
 #include "src/http/request_target.h"
+#include "src/store/memory/local_fallback.h"
 #include "src/util/strings.h"
 
 namespace sluice::http {
@@ -31,15 +32,6 @@ constexpr size_t kLocalLimiterMaxBytes = size_t{64} << 20;
 // As the failure policy (failure_policy.h): InvalidArgument is the caller's mistake, not an outage.
 bool IsStoreFailure(const absl::Status& status) {
   return !status.ok() && !absl::IsInvalidArgument(status);
-}
-
-// `limit` divided among `instances`, as FailurePolicy::expected_instances divides it.
-Limit LocalShare(const Limit& limit, int64_t instances) {
-  const int64_t n = std::max<int64_t>(1, instances);
-  Limit share = limit;
-  share.limit = std::max<int64_t>(1, limit.limit / n);
-  if (share.burst.has_value()) share.burst = std::max<int64_t>(1, *limit.burst / n);
-  return share;
 }
 
 // The 400 answer to a path that a router could read as another route than the rules do
@@ -91,18 +83,31 @@ absl::StatusOr<std::unique_ptr<Middleware>> Middleware::Create(MiddlewareOptions
     return absl::InvalidArgumentError("middleware: config is required");
   }
   if (options.clock == nullptr) options.clock = &Clock::Real();
-  absl::StatusOr<std::unique_ptr<MemoryStore>> local =
-      MemoryStore::Create({.clock = options.clock, .max_bytes = kLocalLimiterMaxBytes});
+  absl::StatusOr<std::unique_ptr<::sluice::internal::LocalFallback>> local =
+      ::sluice::internal::LocalFallback::Create(*options.clock, kLocalLimiterMaxBytes);
   if (!local.ok()) return local.status();
-  return std::unique_ptr<Middleware>(new Middleware(std::move(options), *std::move(local)));
+  // A store that can hang gets a breaker and logged failures even when the application did not
+  // think of it: without one, a paused Redis costs every request its whole deadline, unseen.
+  std::unique_ptr<FailurePolicyStore> guard;
+  if (!options.store->AnswersInline() &&
+      dynamic_cast<FailurePolicyStore*>(options.store) == nullptr) {
+    guard = WithFailurePolicy(*options.store,
+                              {.mode = FailureMode::kPropagate, .clock = options.clock});
+  }
+  return std::unique_ptr<Middleware>(
+      new Middleware(std::move(options), *std::move(local), std::move(guard)));
 }
 
-Middleware::Middleware(MiddlewareOptions options, std::unique_ptr<Store> local)
+Middleware::Middleware(MiddlewareOptions options,
+                       std::unique_ptr<::sluice::internal::LocalFallback> local,
+                       std::unique_ptr<FailurePolicyStore> guard)
     : options_(std::move(options)),
       config_(options_.config),
       counters_(std::make_unique<Counters>()),
       local_(std::move(local)),
-      store_answers_inline_(options_.store->AnswersInline()) {
+      guard_(std::move(guard)),
+      store_(guard_ != nullptr ? guard_.get() : options_.store),
+      store_answers_inline_(store_->AnswersInline()) {
   // The snapshot lives in config_ only, so that SetConfig() is the one owner of changes.
   options_.config.reset();
 }
@@ -112,12 +117,9 @@ Middleware::~Middleware() = default;
 absl::StatusOr<MultiDecision> Middleware::WithLocalFallback(const internal::RequestCall& call,
                                                             absl::StatusOr<MultiDecision> result) {
   if (result.ok() || !UsesLocalFallback(call, result.status())) return result;
-  const int64_t instances = call.config().spec().response.local_fallback_instances;
-  std::vector<LimitCheck> shares(call.checks().begin(), call.checks().end());
-  for (LimitCheck& check : shares) check.limit = LocalShare(check.limit, instances);
-  absl::StatusOr<MultiDecision> local = local_->CheckAll(shares);
+  absl::StatusOr<MultiDecision> local =
+      local_->Decide(call.checks(), call.config().spec().response.local_fallback_instances);
   if (!local.ok()) return result;  // The store's error says more than the local one.
-  for (Decision& d : local->decisions) d.from_fallback = true;
   counters_->local_fallback.fetch_add(1, std::memory_order_relaxed);
   return local;
 }
@@ -131,8 +133,8 @@ Verdict Middleware::Decide(const RequestView& request) {
   if (call.Prepare(request, options_) == internal::RequestCall::State::kUnlimited) return Verdict{};
   counters_->enabled.fetch_add(1, std::memory_order_relaxed);
   internal::Tally tally;
-  Verdict verdict = call.Finish(WithLocalFallback(call, options_.store->CheckAll(call.checks())),
-                                options_, tally);
+  Verdict verdict =
+      call.Finish(WithLocalFallback(call, store_->CheckAll(call.checks())), options_, tally);
   counters_->Add(tally);
   return verdict;
 }
@@ -158,15 +160,14 @@ void Middleware::DecideAsync(const RequestView& request, VerdictCallback done) {
   }
   counters_->enabled.fetch_add(1, std::memory_order_relaxed);
   call->done = std::move(done);
-  options_.store->CheckAllAsync(
-      call->checks(), [call](absl::StatusOr<MultiDecision> result) mutable {
-        internal::Tally tally;
-        Middleware& self = *call->owner;
-        Verdict verdict =
-            call->Finish(self.WithLocalFallback(*call, std::move(result)), self.options_, tally);
-        self.counters_->Add(tally);
-        std::move(call->done)(std::move(verdict));
-      });
+  store_->CheckAllAsync(call->checks(), [call](absl::StatusOr<MultiDecision> result) mutable {
+    internal::Tally tally;
+    Middleware& self = *call->owner;
+    Verdict verdict =
+        call->Finish(self.WithLocalFallback(*call, std::move(result)), self.options_, tally);
+    self.counters_->Add(tally);
+    std::move(call->done)(std::move(verdict));
+  });
 }
 
 absl::Status Middleware::SetConfig(std::shared_ptr<const MiddlewareConfig> config) {

@@ -1,53 +1,28 @@
 #include "src/server/store_factory.h"
 
-#include "absl/strings/str_cat.h"
-#include "spdlog/spdlog.h"
+#include <utility>
 
 #include "sluice/memory_store.h"
+#include "sluice/open_store.h"
 #include "sluice/redis_store.h"
-#include "sluice/store_url.h"
 
 namespace sluice::server {
 
 absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const StoreFactoryOptions& options) {
-  absl::StatusOr<StoreUrl> parsed = ParseStoreUrl(url);
-  if (!parsed.ok()) return parsed.status();
-  std::unique_ptr<Store> store;
-  std::string description;
-  if (parsed->kind == StoreUrl::Kind::kMemory) {
-    MemoryStoreOptions memory = options.memory;
-    memory.clock = nullptr;
-    absl::StatusOr<std::unique_ptr<MemoryStore>> made = MemoryStore::Create(memory);
-    if (!made.ok()) return made.status();
-    store = *std::move(made);
-    description = absl::StrCat("memory (per-instance limits, at most ", memory.max_entries,
-                               " entries and ", memory.max_bytes, " bytes)");
-  } else {
-    // Each descriptor is its own Redis Cluster slot (docs/keys.md), so on a cluster a request
-    // with several descriptors is split into one atomic call per slot, as envoyproxy/ratelimit
-    // does per descriptor (docs/redis.md, "Keys on Redis Cluster"). One server ignores this.
-    RedisStoreOptions redis_options{.url = std::string(url), .cross_slot = CrossSlot::kSplit};
-    if (!options.key_prefix.empty()) redis_options.key_prefix = options.key_prefix;
-    absl::StatusOr<std::unique_ptr<RedisStore>> redis = RedisStore::Create(redis_options);
-    if (!redis.ok()) return redis.status();
-    if (options.startup_wait > std::chrono::milliseconds::zero()) {
-      if (absl::Status s = (*redis)->WaitForConnection(options.startup_wait); !s.ok()) {
-        return absl::UnavailableError(absl::StrCat(
-            "redis not reachable within ", options.startup_wait.count(), " ms: ", s.message()));
-      }
-    } else if (absl::Status s = (*redis)->WaitForConnection(std::chrono::seconds(2)); !s.ok()) {
-      // Start-up is not gated on Redis (a crash loop while Redis restarts helps nobody); report it.
-      spdlog::warn("redis not reachable yet ({}); checks fail per the failure mode until it is",
-                   std::string(s.message()));
-    }
-    for (const std::string& w : (*redis)->Warnings()) spdlog::warn("redis: {}", w);
-    store = *std::move(redis);
-    description = parsed->Redacted();
-  }
-  Store* raw = store.get();
-  return StoreHandles{.store = WithFailurePolicy(std::move(store), options.policy),
-                      .health_store = raw,
-                      .description = std::move(description)};
+  MemoryStoreOptions memory = options.memory;
+  memory.clock = nullptr;
+  // Each descriptor is its own Redis Cluster slot (docs/keys.md), so on a cluster a request with
+  // several descriptors is split into one atomic call per slot, as envoyproxy/ratelimit does per
+  // descriptor (docs/redis.md, "Keys on Redis Cluster"). One server ignores this.
+  absl::StatusOr<OpenedStore> opened = OpenStore(url, {.policy = options.policy,
+                                                       .memory = memory,
+                                                       .key_prefix = options.key_prefix,
+                                                       .cross_slot = CrossSlot::kSplit,
+                                                       .startup_wait = options.startup_wait});
+  if (!opened.ok()) return opened.status();
+  return StoreHandles{.store = std::move(opened->store),
+                      .health_store = opened->backend,
+                      .description = std::move(opened->description)};
 }
 
 absl::AnyInvocable<StoreState() const> StoreStateSource(const StoreHandles& stores) {

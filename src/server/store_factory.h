@@ -1,4 +1,5 @@
-// MakeStore(): turns a --store URL and a failure policy into the store sluiced uses.
+// MakeStore(): turns a --store URL and a failure policy into the store sluiced uses, through the
+// library's OpenStore() (sluice/open_store.h), with sluiced's choices: cross-slot checks split.
 #ifndef SLUICE_SERVER_STORE_FACTORY_H_
 #define SLUICE_SERVER_STORE_FACTORY_H_
 

@@ -1,3 +1,4 @@
+// clang-format off: the examples keep the line breaks of the header comments they must equal.
 // Every `Example:` of the library's public headers, as code that compiles and, where it needs no
 // server, runs. examples_in_sync_test checks that each header still shows exactly the lines kept
 // here between its `// [include/...]` markers (leading spaces aside), so the two cannot drift.
@@ -21,6 +22,7 @@
 #include "sluice/key.h"
 #include "sluice/limit.h"
 #include "sluice/memory_store.h"
+#include "sluice/open_store.h"
 #include "sluice/redis_store.h"
 #include "sluice/status_macros.h"
 #include "sluice/store.h"
@@ -47,16 +49,16 @@ absl::Status ConfigExample() {
 absl::Status FailurePolicyExample(const RedisStoreOptions& options) {
   // [include/sluice/failure_policy.h]
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Store> redis, RedisStore::Create(options));
-  std::unique_ptr<Store> store =
-      WithFailurePolicy(std::move(redis), {.mode = FailureMode::kLocal, .expected_instances = 4});
+  std::unique_ptr<Store> store = WithFailurePolicy(
+      std::move(redis), {.mode = FailureMode::kLocal, .expected_instances = 4});
   // [include/sluice/failure_policy.h]
   return absl::OkStatus();
 }
 
 absl::Status LimitExample() {
   // [include/sluice/limit.h]
-  Limit per_user{
-      .algorithm = Algorithm::kGcra, .limit = 100, .period = std::chrono::minutes(1), .burst = 20};
+  Limit per_user{.algorithm = Algorithm::kGcra, .limit = 100, .period = std::chrono::minutes(1),
+                 .burst = 20};
   SLUICE_RETURN_IF_ERROR(ValidateLimit(per_user));
   // [include/sluice/limit.h]
   return absl::OkStatus();
@@ -99,13 +101,21 @@ absl::StatusOr<Decision> StatusMacrosExample(Store& store, std::string_view key,
   return d;
 }
 
+absl::Status OpenStoreExample() {
+  // [include/sluice/open_store.h]
+  SLUICE_ASSIGN_OR_RETURN(OpenedStore opened, OpenStore("redis://10.0.0.5:6379"));
+  std::clog << "store: " << opened.description << "\n";  // never shows a password
+  absl::StatusOr<Decision> d = opened.store->Check("user:42", Limit{.limit = 10});
+  // [include/sluice/open_store.h]
+  return d.status();
+}
+
 absl::StatusOr<Decision> StoreExample() {
   // [include/sluice/store.h]
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<MemoryStore> store, MemoryStore::Create({}));
   Limit per_user{.limit = 100, .period = std::chrono::minutes(1)};
   absl::StatusOr<Decision> d = store->Check("user:42", per_user);
-  if (d.ok() && !d->allowed) { /* answer 429 */
-  }
+  if (d.ok() && !d->allowed) { /* answer 429 */ }
   // [include/sluice/store.h]
   return d;
 }
@@ -115,7 +125,6 @@ class CountingStore final : public StoreWrapper {
  public:
   using StoreWrapper::StoreWrapper;
   std::atomic<uint64_t> checks{0};
-
  protected:
   void Decide(std::span<const LimitCheck> batch, MultiDecisionCallback done) override {
     checks.fetch_add(batch.size(), std::memory_order_relaxed);
@@ -169,8 +178,7 @@ TEST(HeaderExamples, StatusMacrosPropagateAnInvalidLimit) {
   absl::StatusOr<std::unique_ptr<MemoryStore>> store = MemoryStore::Create({});
   ASSERT_TRUE(store.ok());
   EXPECT_TRUE(StatusMacrosExample(**store, "k", Limit{}).ok());
-  EXPECT_TRUE(
-      absl::IsInvalidArgument(StatusMacrosExample(**store, "k", Limit{.limit = 0}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(StatusMacrosExample(**store, "k", Limit{.limit = 0}).status()));
 }
 
 TEST(HeaderExamples, StoreAllowsTheFirstRequest) {

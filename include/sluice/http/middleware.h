@@ -48,6 +48,13 @@
 #include "sluice/http/request.h"
 #include "sluice/store.h"
 
+namespace sluice {
+class FailurePolicyStore;
+namespace internal {
+class LocalFallback;
+}  // namespace internal
+}  // namespace sluice
+
 namespace sluice::http {
 
 namespace internal {
@@ -110,8 +117,12 @@ struct MiddlewareStats {
 };
 
 struct MiddlewareOptions {
-  // Where counters live, usually wrapped by WithFailurePolicy(). Not owned; must outlive the
-  // middleware and every call in flight. Required.
+  // Where counters live. Not owned; must outlive the middleware and every call in flight.
+  // Required. A store that can wait on I/O (Redis) and is not a FailurePolicyStore is guarded by
+  // the middleware with WithFailurePolicy(kPropagate): a circuit breaker, so that a hung store
+  // costs requests no deadline each once it has failed a few times, and throttled log lines of its
+  // failures; the errors then go to ResponseSpec::store_error. Pass a FailurePolicyStore (as
+  // OpenStore() returns) to choose the policy yourself.
   Store* store = nullptr;
   // The rules. Required.
   std::shared_ptr<const MiddlewareConfig> config{};
@@ -182,7 +193,8 @@ class Middleware {
 
  private:
   struct Counters;
-  explicit Middleware(MiddlewareOptions options, std::unique_ptr<Store> local);
+  Middleware(MiddlewareOptions options, std::unique_ptr<::sluice::internal::LocalFallback> local,
+             std::unique_ptr<FailurePolicyStore> guard);
 
   // When the store failed and the call's config says kLocal, returns the local limiter's answer
   // to the call's checks (marked from_fallback); else `result` as it is.
@@ -191,8 +203,12 @@ class Middleware {
   MiddlewareOptions options_;
   std::atomic<std::shared_ptr<const MiddlewareConfig>> config_;
   std::unique_ptr<Counters> counters_;
-  // The local limiter of StoreErrorAction::kLocal (a memory store).
-  std::unique_ptr<Store> local_;
+  // The local limiter of StoreErrorAction::kLocal.
+  std::unique_ptr<::sluice::internal::LocalFallback> local_;
+  // The guard of options_.store when the middleware made one (see MiddlewareOptions::store).
+  std::unique_ptr<FailurePolicyStore> guard_;
+  // What decisions go through: guard_, or options_.store.
+  Store* store_ = nullptr;
   bool store_answers_inline_ = false;
 };
 

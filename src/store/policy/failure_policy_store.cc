@@ -11,6 +11,7 @@
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
 
+#include "src/store/memory/local_fallback.h"
 #include "src/util/log_throttle.h"
 #include "src/util/mutex.h"
 #include "src/util/strings.h"
@@ -25,16 +26,16 @@ bool IsStoreFailure(const absl::Status& status) {
 
 class FailurePolicyStoreImpl final : public FailurePolicyStore {
  public:
-  // The wrapper's base refers to the store, and primary_ owns it: declared last, it is destroyed
-  // first (see below).
-  FailurePolicyStoreImpl(std::unique_ptr<Store> primary, const FailurePolicy& policy)
-      : FailurePolicyStore(*primary),
+  // The wrapper's base refers to `primary`; `owned` is null or owns it, and is declared last so
+  // that it is destroyed first (see below).
+  FailurePolicyStoreImpl(Store& primary, std::unique_ptr<Store> owned, const FailurePolicy& policy)
+      : FailurePolicyStore(primary),
         policy_(policy),
         clock_(policy.clock != nullptr ? *policy.clock : Clock::Real()),
         local_(MakeLocalStore(policy, clock_)),
         error_log_({.max_lines = 1, .interval = std::chrono::seconds(1), .clock = &clock_}),
         breaker_log_({.max_lines = 4, .interval = std::chrono::seconds(1), .clock = &clock_}),
-        primary_(std::move(primary)) {}
+        owned_(std::move(owned)) {}
 
   // The fallback limiter is in memory, so the wrapper waits on I/O exactly when its store does:
   // Name() and AnswersInline() are the wrapped store's.
@@ -45,7 +46,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     }
     if (policy_.mode == FailureMode::kPropagate) {
       // An error goes back as it is: nothing of the checks is needed once the store answered.
-      DecideOn(*primary_, checks,
+      DecideOn(inner(), checks,
                [this, done = std::move(done)](absl::StatusOr<MultiDecision> result) mutable {
                  std::move(done)(CompleteAll(std::move(result), {}));
                });
@@ -53,7 +54,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     }
     // The checks need not outlive this call; keep a copy for the fallback.
     std::vector<LimitCheck> copy(checks.begin(), checks.end());
-    DecideOn(*primary_, checks,
+    DecideOn(inner(), checks,
              [this, copy = std::move(copy),
               done = std::move(done)](absl::StatusOr<MultiDecision> result) mutable {
                std::move(done)(CompleteAll(std::move(result), copy));
@@ -72,11 +73,12 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
   }
 
  private:
-  static std::unique_ptr<MemoryStore> MakeLocalStore(const FailurePolicy& policy, Clock& clock) {
+  static std::unique_ptr<internal::LocalFallback> MakeLocalStore(const FailurePolicy& policy,
+                                                                 Clock& clock) {
     if (policy.mode != FailureMode::kLocal) return nullptr;
-    absl::StatusOr<std::unique_ptr<MemoryStore>> store =
-        MemoryStore::Create(MemoryStoreOptions{.clock = &clock});
-    return store.ok() ? *std::move(store) : nullptr;
+    absl::StatusOr<std::unique_ptr<internal::LocalFallback>> local =
+        internal::LocalFallback::Create(clock, MemoryStoreOptions{}.max_bytes);
+    return local.ok() ? *std::move(local) : nullptr;
   }
 
   absl::StatusOr<MultiDecision> CompleteAll(absl::StatusOr<MultiDecision> result,
@@ -90,22 +92,14 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     return FallbackAll(checks);
   }
 
-  // Scales a limit down to this instance's share for the local fallback.
-  Limit LocalShare(const Limit& limit) const {
-    const int64_t n = std::max<int64_t>(1, policy_.expected_instances);
-    Limit share = limit;
-    share.limit = std::max<int64_t>(1, limit.limit / n);
-    if (share.burst.has_value()) share.burst = std::max<int64_t>(1, *limit.burst / n);
-    return share;
-  }
-
-  absl::StatusOr<Decision> Fallback(std::string_view key, const Limit& limit, int64_t cost) {
+  // The answer of kPropagate (while the breaker is open), kAllow or kDeny to one limit.
+  absl::StatusOr<Decision> Fallback(const Limit& limit) {
     fallback_decisions_.fetch_add(1, std::memory_order_relaxed);
     Decision d;
     switch (policy_.mode) {
       case FailureMode::kPropagate:
         return absl::UnavailableError(
-            absl::StrCat("store ", internal::AbslView(primary_->Name()),
+            absl::StrCat("store ", internal::AbslView(inner().Name()),
                          " skipped: circuit open after repeated failures"));
       case FailureMode::kAllow:
         d = Decision{.allowed = true, .limit = limit.Capacity(), .remaining = limit.Capacity()};
@@ -117,13 +111,9 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
                      .reset_after = policy_.deny_retry_after,
                      .retry_after = policy_.deny_retry_after};
         break;
-      case FailureMode::kLocal: {
-        if (local_ == nullptr) return absl::InternalError("local fallback store unavailable");
-        absl::StatusOr<Decision> local = local_->Check(key, LocalShare(limit), cost);
-        if (!local.ok()) return local;
-        d = *local;
-        break;
-      }
+      case FailureMode::kLocal:
+        // FallbackAll() answers kLocal whole, all-or-nothing.
+        return absl::InternalError("local fallback store unavailable");
     }
     d.from_fallback = true;
     return d;
@@ -132,17 +122,11 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
   absl::StatusOr<MultiDecision> FallbackAll(std::span<const LimitCheck> checks) {
     if (policy_.mode == FailureMode::kLocal && local_ != nullptr) {
       fallback_decisions_.fetch_add(1, std::memory_order_relaxed);
-      std::vector<LimitCheck> shares(checks.begin(), checks.end());
-      for (LimitCheck& c : shares) c.limit = LocalShare(c.limit);
-      absl::StatusOr<MultiDecision> local = local_->CheckAll(shares);
-      if (local.ok()) {
-        for (Decision& d : local->decisions) d.from_fallback = true;
-      }
-      return local;
+      return local_->Decide(checks, policy_.expected_instances);
     }
     MultiDecision out{.allowed = true, .decisions = {}};
     for (const LimitCheck& c : checks) {
-      absl::StatusOr<Decision> d = Fallback(c.key, c.limit, c.cost);
+      absl::StatusOr<Decision> d = Fallback(c.limit);
       if (!d.ok()) return d.status();
       out.allowed = out.allowed && d->allowed;
       out.decisions.push_back(*d);
@@ -154,6 +138,8 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
   // one probe at a time -> closed on the first success.
   bool AdmitToStore() {
     if (policy_.breaker_failure_threshold <= 0) return true;
+    // The common case, a store that has not failed since it last answered, takes no lock.
+    if (!troubled_.load(std::memory_order_acquire)) return true;
     internal::MutexLock lock(&mu_);
     if (!open_) return true;
     if (clock_.Now() < open_until_ || probe_in_flight_) return false;
@@ -163,19 +149,24 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
 
   void OnStoreAnswered() {
     if (policy_.breaker_failure_threshold <= 0) return;
+    if (!troubled_.load(std::memory_order_acquire)) return;  // Nothing to reset.
     std::chrono::steady_clock::duration was_open{};
     {
       internal::MutexLock lock(&mu_);
       consecutive_failures_ = 0;
       probe_in_flight_ = false;
-      if (!open_) return;
+      if (!open_) {
+        troubled_.store(false, std::memory_order_release);
+        return;
+      }
       open_ = false;
+      troubled_.store(false, std::memory_order_release);
       ++breaker_closes_;
       was_open = clock_.Now() - opened_at_;
     }
     if (internal::LogPermit p = breaker_log_.Acquire(); p.log) {
       spdlog::info("store {}: circuit breaker closed, the store answers again after {} ms{}",
-                   primary_->Name(),
+                   inner().Name(),
                    std::chrono::duration_cast<std::chrono::milliseconds>(was_open).count(),
                    internal::SuppressedNote(p.suppressed));
     }
@@ -186,7 +177,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     // Every failed check of an outage lands here: one line a second says what is wrong, the
     // counters say how often.
     if (internal::LogPermit p = error_log_.Acquire(); p.log) {
-      spdlog::warn("store {}: check failed ({}): {}{}", primary_->Name(),
+      spdlog::warn("store {}: check failed ({}): {}{}", inner().Name(),
                    FailureModeAnswer(policy_.mode), internal::StdView(status.ToString()),
                    internal::SuppressedNote(p.suppressed));
     }
@@ -194,6 +185,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     int failures = 0;
     {
       internal::MutexLock lock(&mu_);
+      troubled_.store(true, std::memory_order_release);
       probe_in_flight_ = false;
       failures = ++consecutive_failures_;
       if (!open_ && consecutive_failures_ < policy_.breaker_failure_threshold) return;
@@ -207,7 +199,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
       spdlog::warn(
           "store {}: circuit breaker open after {} consecutive failures; {} for {} ms, "
           "then probing{}",
-          primary_->Name(), failures, FailureModeAnswer(policy_.mode),
+          inner().Name(), failures, FailureModeAnswer(policy_.mode),
           std::chrono::duration_cast<std::chrono::milliseconds>(policy_.breaker_open_for).count(),
           internal::SuppressedNote(p.suppressed));
     }
@@ -230,10 +222,13 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
 
   const FailurePolicy policy_;
   Clock& clock_;
-  std::unique_ptr<MemoryStore> local_;
+  std::unique_ptr<internal::LocalFallback> local_;
   std::atomic<uint64_t> store_errors_{0};
   std::atomic<uint64_t> fallback_decisions_{0};
   mutable internal::Mutex mu_;
+  // True from a failure until a check succeeds with the breaker closed: while false, neither a
+  // check nor its answer needs mu_. Written under mu_.
+  std::atomic<bool> troubled_{false};
   int consecutive_failures_ ABSL_GUARDED_BY(mu_) = 0;
   bool open_ ABSL_GUARDED_BY(mu_) = false;
   bool probe_in_flight_ ABSL_GUARDED_BY(mu_) = false;
@@ -245,7 +240,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
   internal::LogThrottle breaker_log_;
   // Declared last so it is destroyed first: its destructor may still complete callbacks that use
   // the members above.
-  std::unique_ptr<Store> primary_;
+  std::unique_ptr<Store> owned_;
 };
 
 }  // namespace
@@ -275,7 +270,12 @@ std::string_view FailureModeName(FailureMode mode) {
 
 std::unique_ptr<FailurePolicyStore> WithFailurePolicy(std::unique_ptr<Store> primary,
                                                       const FailurePolicy& policy) {
-  return std::make_unique<FailurePolicyStoreImpl>(std::move(primary), policy);
+  Store& store = *primary;
+  return std::make_unique<FailurePolicyStoreImpl>(store, std::move(primary), policy);
+}
+
+std::unique_ptr<FailurePolicyStore> WithFailurePolicy(Store& primary, const FailurePolicy& policy) {
+  return std::make_unique<FailurePolicyStoreImpl>(primary, nullptr, policy);
 }
 
 }  // namespace sluice
