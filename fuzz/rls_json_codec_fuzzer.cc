@@ -1,4 +1,4 @@
-// Fuzz target: the /json codec (src/server/rls_json.h) against protobuf's JSON util.
+// Fuzz target: the /json codec (src/server/admin/rls_json.h) against protobuf's JSON util.
 //
 // Input: a request body.
 //
