@@ -40,6 +40,9 @@ struct GrpcCallStats {
 
 class GrpcService {
  public:
+  GrpcService() = default;
+  GrpcService(const GrpcService&) = delete;
+  GrpcService& operator=(const GrpcService&) = delete;
   virtual ~GrpcService() = default;
 
   // The name grpc.health.v1.Health also answers for, beside the server's ""; empty for none.

@@ -55,6 +55,9 @@ struct RlsDecisionReport {
 
 class RlsObserver {
  public:
+  RlsObserver() = default;
+  RlsObserver(const RlsObserver&) = delete;
+  RlsObserver& operator=(const RlsObserver&) = delete;
   virtual ~RlsObserver() = default;
 
   // A request was malformed and refused before any decision (InvalidArgument).

@@ -2,7 +2,7 @@
 // names, rendered for Prometheus (Render()) and read by the statsd sink (Counters()).
 //
 // Per-rule counters are kept per stats key ("domain.key_value...", RuleMatch::stats_key) and
-// counted as the reference counts them (rls_evaluate.h). Their statsd names are the reference's,
+// counted as the reference counts them (src/server/rls/rls_evaluate.h). Their statsd names are the reference's,
 // `ratelimit.service.rate_limit.<stats key>.<stat>` with the key sanitized as the reference
 // sanitizes it (':' and '|' to '_', the dots of IPv4 addresses to '_'); in Prometheus they are
 // `ratelimit_service_rate_limit_<stat>_total{domain="...",key="..."}`, `key` being the stats key

@@ -6,8 +6,8 @@
 //   grpc_test::UnaryRaw(channel, grpc_test::kShouldRateLimit, "\xff garbage");
 //   INSTANTIATE_TEST_SUITE_P(Engines, MyTest, ::testing::ValuesIn(grpc_test::kEngines),
 //                            grpc_test::EngineName);
-#ifndef SLUICE_TESTS_SERVER_GRPC_ENGINE_TEST_SUPPORT_H_
-#define SLUICE_TESTS_SERVER_GRPC_ENGINE_TEST_SUPPORT_H_
+#ifndef SLUICE_TESTS_SERVER_GRPC_GRPC_ENGINE_TEST_SUPPORT_H_
+#define SLUICE_TESTS_SERVER_GRPC_GRPC_ENGINE_TEST_SUPPORT_H_
 
 #include <array>
 #include <chrono>
@@ -80,4 +80,4 @@ inline grpc::Status UnaryRaw(const std::shared_ptr<grpc::Channel>& channel,
 
 }  // namespace sluice::server::grpc_test
 
-#endif  // SLUICE_TESTS_SERVER_GRPC_ENGINE_TEST_SUPPORT_H_
+#endif  // SLUICE_TESTS_SERVER_GRPC_GRPC_ENGINE_TEST_SUPPORT_H_

@@ -13,8 +13,8 @@
 //   INSTANTIATE_TEST_SUITE_P(Stores, ReferenceServiceScenarios, kAllStores, StoreName);
 //
 // Thread safety: a test fixture; drive it from the test's thread.
-#ifndef SLUICE_TESTS_SERVER_REFERENCE_SCENARIO_FIXTURE_H_
-#define SLUICE_TESTS_SERVER_REFERENCE_SCENARIO_FIXTURE_H_
+#ifndef SLUICE_TESTS_SERVER_RLS_REFERENCE_SCENARIO_FIXTURE_H_
+#define SLUICE_TESTS_SERVER_RLS_REFERENCE_SCENARIO_FIXTURE_H_
 
 #include <chrono>
 #include <cstdint>
@@ -278,4 +278,4 @@ class ReferenceScenarioTest : public ReferenceScenarioBase,
 
 }  // namespace sluice::server
 
-#endif  // SLUICE_TESTS_SERVER_REFERENCE_SCENARIO_FIXTURE_H_
+#endif  // SLUICE_TESTS_SERVER_RLS_REFERENCE_SCENARIO_FIXTURE_H_
