@@ -7,10 +7,10 @@
 
 namespace sluice::server {
 
-RouteTable::RouteTable(std::vector<Route> routes, NotFound not_found)
+RouteTable::RouteTable(const std::vector<Route>& routes, NotFound not_found)
     : not_found_(std::move(not_found)) {
-  for (Route& r : routes) {
-    if (!r.path.empty()) routes_.try_emplace(std::move(r.path), std::move(r.handler));
+  for (const Route& r : routes) {
+    if (!r.path.empty()) routes_.try_emplace(r.path, r.handler);
   }
 }
 

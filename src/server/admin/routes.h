@@ -43,7 +43,7 @@ class RouteTable {
 
   // Routes with an empty path are left out (a listener that does not serve one, as /metrics
   // with DISABLE_STATS); of two routes for one path, the first is kept.
-  RouteTable(std::vector<Route> routes, NotFound not_found);
+  RouteTable(const std::vector<Route>& routes, NotFound not_found);
 
   // Answers `request` with the route of its path, or with the not-found answer.
   void Handle(const HttpRequest& request, HttpServer::Respond respond) const;
