@@ -1,5 +1,5 @@
-// Fuzz target: the nghttp2 gRPC engine (src/server/h2/), from a client's bytes on a TCP connection
-// to what the server answers and what it still holds once the connection is gone.
+// Fuzz target: the nghttp2 gRPC engine (src/server/grpc/h2/), from a client's bytes on a TCP
+// connection to what the server answers and what it still holds once the connection is gone.
 //
 // Input: the first byte picks how the rest reaches a GrpcH2Server (started once for the process,
 // with small limits) on a new loopback connection:
@@ -40,8 +40,8 @@
 #include "fuzz/grpc_h2_fuzz_client.h"
 #include <nghttp2/nghttp2.h>
 
-#include "src/server/h2/grpc_framing.h"
-#include "src/server/h2/grpc_h2_server.h"
+#include "src/server/grpc/h2/grpc_framing.h"
+#include "src/server/grpc/h2/grpc_h2_server.h"
 
 namespace sluice::fuzz {
 namespace {

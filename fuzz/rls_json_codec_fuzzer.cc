@@ -1,4 +1,4 @@
-// Fuzz target: the /json codec (src/server/rls_json.h) against protobuf's JSON util.
+// Fuzz target: the /json codec (src/server/admin/rls_json.h) against protobuf's JSON util.
 //
 // Input: a request body.
 //
@@ -17,8 +17,8 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
 
-#include "src/server/rate_limit_service.h"
-#include "src/server/rls_json.h"
+#include "src/server/admin/rls_json.h"
+#include "src/server/rls/rate_limit_service.h"
 
 namespace sluice::fuzz {
 namespace {

@@ -28,9 +28,10 @@
 #include "sluice/config.h"
 #include "sluice/memory_store.h"
 
-#include "src/server/http_api.h"
-#include "src/server/metrics.h"
-#include "src/server/rate_limit_service.h"
+#include "src/server/admin/http_api.h"
+#include "src/server/grpc/rls_proto.h"
+#include "src/server/rls/rate_limit_service.h"
+#include "src/server/stats/metrics.h"
 #include "tests/testing/manual_clock.h"
 
 namespace sluice::fuzz {

@@ -13,7 +13,7 @@
 
 #include "sluice/version.h"
 
-#include "src/server/listeners.h"
+#include "src/server/admin/listeners.h"
 #include "src/server/server_main.h"
 #include "src/server/settings.h"
 #include "src/util/strings.h"

@@ -18,20 +18,21 @@
 
 #include "sluice/failure_policy.h"
 
+#include "src/server/admin/health.h"
+#include "src/server/admin/http_api.h"
+#include "src/server/admin/http_server.h"
+#include "src/server/admin/listeners.h"
 #include "src/server/config_reloader.h"
 #include "src/server/config_watcher.h"
 #include "src/server/fd_limit.h"
-#include "src/server/grpc_server.h"
-#include "src/server/health.h"
-#include "src/server/http_api.h"
-#include "src/server/http_server.h"
-#include "src/server/json_log_format.h"
-#include "src/server/listeners.h"
+#include "src/server/grpc/grpc_server.h"
+#include "src/server/grpc/rls_grpc_service.h"
 #include "src/server/memory_release.h"
-#include "src/server/metrics.h"
 #include "src/server/per_second_store.h"
-#include "src/server/rate_limit_service.h"
-#include "src/server/statsd_sink.h"
+#include "src/server/rls/rate_limit_service.h"
+#include "src/server/stats/json_log_format.h"
+#include "src/server/stats/metrics.h"
+#include "src/server/stats/statsd_sink.h"
 #include "src/server/store_factory.h"
 #include "src/util/strings.h"
 
@@ -225,6 +226,7 @@ int RunServer(const ServerSettings& settings) {
   HttpApi api(service, metrics, health,
               HttpApiOptions{.metrics_path = settings.disable_stats ? "" : "/metrics"});
   // gRPC first: once /healthcheck answers, every listener is up.
+  RlsGrpcService rls_grpc(service, {.max_in_flight = settings.grpc_max_in_flight});
   GrpcServer grpc(
       GrpcServerOptions{
           .engine = settings.grpc_engine == "nghttp2" ? GrpcEngine::kNghttp2 : GrpcEngine::kGrpc,
@@ -234,9 +236,8 @@ int RunServer(const ServerSettings& settings) {
           .tls_cert_file = settings.grpc_tls_cert,
           .tls_key_file = settings.grpc_tls_key,
           .tls_client_ca_file = settings.grpc_tls_client_ca,
-          .max_in_flight = settings.grpc_max_in_flight,
           .max_connections = cap(settings.grpc_max_connections)},
-      service);
+      {&rls_grpc});
   if (absl::Status s = grpc.Start(); !s.ok()) {
     spdlog::error("--grpc: {}", StdView(s.message()));
     return ExitStatusFor(s);

@@ -38,18 +38,10 @@
 
 #include "sluice/memory_store.h"
 
-#include "src/server/rls_headers.h"
+#include "src/server/rls/rls_headers.h"
+#include "src/server/stats/statsd_settings.h"
 
 namespace sluice::server {
-
-struct StatsdSettings {
-  bool enabled = false;
-  std::string host = "localhost";
-  int port = 8125;
-  // EXTRA_TAGS, appended to every name as the reference's stats library does (".__key=value").
-  std::vector<std::pair<std::string, std::string>> tags{};
-  std::chrono::milliseconds flush_interval{10'000};
-};
 
 struct ServerSettings {
   // Config: a file or a directory of *.yaml files.

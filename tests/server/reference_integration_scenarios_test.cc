@@ -19,11 +19,11 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include "src/server/admin/http_api.h"
+#include "src/server/admin/http_server.h"
 #include "src/server/config_watcher.h"
-#include "src/server/grpc_server.h"
-#include "src/server/http_api.h"
-#include "src/server/http_server.h"
-#include "tests/server/reference_scenario_fixture.h"
+#include "src/server/grpc/grpc_server.h"
+#include "tests/server/rls/reference_scenario_fixture.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/grpc_probes.h"
 #include "tests/testing/http_client.h"

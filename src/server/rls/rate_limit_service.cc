@@ -1,0 +1,88 @@
+#include "src/server/rls/rate_limit_service.h"
+
+#include <chrono>
+#include <limits>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice::server {
+namespace {
+
+// The over-limit cache `options` ask for: on when either bound is set (the reference turns its
+// cache on with LOCAL_CACHE_SIZE_IN_BYTES alone), each bound unset meaning no bound of that kind
+// beyond the default byte bound.
+std::unique_ptr<OverLimitCache> MakeOverLimitCache(const RateLimitServiceOptions& options) {
+  if (options.over_limit_cache_entries == 0 && options.over_limit_cache_bytes == 0) return nullptr;
+  return std::make_unique<OverLimitCache>(
+      options.over_limit_cache_entries > 0 ? options.over_limit_cache_entries
+                                           : std::numeric_limits<size_t>::max(),
+      options.over_limit_cache_bytes > 0 ? options.over_limit_cache_bytes
+                                         : OverLimitCache::kDefaultMaxBytes);
+}
+
+}  // namespace
+
+RateLimitService::RateLimitService(Store& store, RlsObserver& observer,
+                                   RateLimitServiceOptions options)
+    : observer_(observer),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
+      over_limit_cache_(MakeOverLimitCache(options_)),
+      executor_(store, over_limit_cache_.get(), clock_) {}
+
+void RateLimitService::SetConfig(std::shared_ptr<const RateLimitConfig> config) {
+  internal::MutexLock lock(&mu_);
+  config_ = std::move(config);
+}
+
+std::shared_ptr<const RateLimitConfig> RateLimitService::config() const {
+  internal::MutexLock lock(&mu_);
+  return config_;
+}
+
+void RateLimitService::Decide(const RlsRequest& request, DecideCallback done) {
+  const auto started = clock_.Now();
+  std::shared_ptr<const RateLimitConfig> config = this->config();
+  absl::StatusOr<Plan> plan =
+      MakePlan(request, config.get(),
+               PlanOptions{.global_quota_mode = options_.global_quota_mode,
+                           .max_descriptors = options_.max_descriptors,
+                           .max_entries_per_descriptor = options_.max_entries_per_descriptor,
+                           .max_value_bytes = options_.max_value_bytes});
+  if (!plan.ok()) {
+    observer_.OnInvalidRequest();
+    std::move(done)(plan.status());
+    return;
+  }
+  if (!plan->domain_known) observer_.OnUnknownDomain(plan->domain, plan->descriptor_count());
+  auto shared = std::make_shared<const Plan>(*std::move(plan));
+  executor_.Execute(shared, [this, shared, started, done = std::move(done)](
+                                absl::StatusOr<std::vector<LimitResult>> results) mutable {
+    auto latency = [&] {
+      return std::chrono::duration_cast<std::chrono::microseconds>(clock_.Now() - started);
+    };
+    if (!results.ok()) {
+      observer_.OnStoreError(shared->domain, latency());
+      std::move(done)(absl::UnavailableError(
+          absl::StrCat("rate limit store failed: ", results.status().message())));
+      return;
+    }
+    Evaluation e = Evaluate(*shared, *results,
+                            EvaluateOptions{.near_limit_ratio = options_.near_limit_ratio,
+                                            .global_shadow_mode = options_.global_shadow_mode,
+                                            .response_headers = options_.response_headers,
+                                            .header_names = options_.header_names});
+    observer_.OnDecision(RlsDecisionReport{.domain = shared->domain,
+                                           .limits = e.stats,
+                                           .response = &e.response,
+                                           .global_shadow_applied = e.global_shadow_applied,
+                                           .local_cache_hits = e.local_cache_hits,
+                                           .fallback_decisions = e.fallback_decisions,
+                                           .latency = latency()});
+    std::move(done)(std::move(e.response));
+  });
+}
+
+}  // namespace sluice::server

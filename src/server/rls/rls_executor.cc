@@ -1,0 +1,217 @@
+#include "src/server/rls/rls_executor.h"
+
+#include <atomic>
+#include <deque>
+#include <utility>
+
+#include "src/util/mutex.h"
+
+namespace sluice::server {
+namespace {
+
+// Records a peek's answer for `l`. A peek stands in for the check of a request that another limit
+// already rejected: the store admits its cost of 0 and records nothing, so the decision is turned
+// into a denial when the limit's own hits would not have fit. The request's statuses and stats then
+// report every limit it would have exceeded, as the reference reports each descriptor (with
+// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, whose all-or-nothing counting sluice always has).
+void RecordPeek(const PlannedLimit& l, Decision d, LimitResult& r) {
+  if (l.hits > 0 && d.allowed && d.remaining < l.hits) d.allowed = false;
+  r.decision = d;
+  r.counted = false;
+  r.peeked = true;
+}
+
+}  // namespace
+
+struct PlanExecutor::Run {
+  std::shared_ptr<const Plan> plan;
+  // One per plan->limits. Each store answer writes only its own entries.
+  std::vector<LimitResult> results;
+  Done done;
+  // The inputs of calls in flight: a store may read them until it answers. A deque, so that adding
+  // one never moves another.
+  std::deque<std::vector<LimitCheck>> checks;
+  // Set before round 1: an enforced limit is already over (requests_per_unit 0, cached).
+  bool known_over = false;
+  // The 0-hit limits peeked at in round 1.
+  std::vector<size_t> gated;
+  // Touched only by the thread that ends a round.
+  bool in_round_two = false;
+  // Store calls in flight, plus one while a round is being launched.
+  std::atomic<int> pending{0};
+  internal::Mutex mu;
+  absl::Status error ABSL_GUARDED_BY(mu);
+
+  void Fail(absl::Status status) {
+    internal::MutexLock lock(&mu);
+    if (error.ok()) error = std::move(status);
+  }
+};
+
+void PlanExecutor::Execute(std::shared_ptr<const Plan> plan, Done done) {
+  auto run = std::make_shared<Run>();
+  run->results.resize(plan->limits.size());
+  run->plan = std::move(plan);
+  run->done = std::move(done);
+  StartRoundOne(run);
+}
+
+void PlanExecutor::StartRoundOne(const std::shared_ptr<Run>& run) {
+  const std::vector<PlannedLimit>& limits = run->plan->limits;
+  const auto now = clock_.Now();
+  for (size_t i = 0; i < limits.size(); ++i) {
+    const PlannedLimit& l = limits[i];
+    LimitResult& r = run->results[i];
+    if (!l.limit.has_value()) {
+      r.decision = DeniedWithoutStore(l.reported, clock_.EpochNow());
+      continue;
+    }
+    if (!l.Enforced() || cache_ == nullptr) continue;
+    if (std::optional<OverLimitCache::Over> over =
+            cache_->Lookup(l.key, l.limit->limit, l.hits, now)) {
+      r.decision = Decision{.allowed = false,
+                            .limit = l.limit->Capacity(),
+                            .remaining = 0,
+                            .reset_after = over->reset_after,
+                            .retry_after = over->retry_after};
+      r.from_cache = true;
+    }
+  }
+  for (size_t i = 0; i < limits.size(); ++i) {
+    const PlannedLimit& l = limits[i];
+    const LimitResult& r = run->results[i];
+    if (l.Enforced() && r.decision.has_value() && IsOver(l, *r.decision)) run->known_over = true;
+  }
+  std::vector<size_t> shadow;
+  std::vector<size_t> quota;
+  std::vector<size_t> zero_hit;
+  bool costed = false;
+  for (size_t i = 0; i < limits.size(); ++i) {
+    const PlannedLimit& l = limits[i];
+    if (run->results[i].decision.has_value()) continue;
+    if (l.shadow) {
+      shadow.push_back(i);
+    } else if (l.quota) {
+      quota.push_back(i);
+    } else if (l.hits == 0) {
+      zero_hit.push_back(i);
+    } else {
+      costed = true;
+    }
+  }
+  // A 0-hit check beside limits that count: learn first whether it is exhausted, so that a request
+  // it rejects counts nothing anywhere.
+  if (!run->known_over && costed && !zero_hit.empty()) run->gated = std::move(zero_hit);
+
+  run->pending.store(1 + (shadow.empty() ? 0 : 1) + static_cast<int>(quota.size()) +
+                     (run->gated.empty() ? 0 : 1));
+  if (!shadow.empty()) CheckTogether(run, std::move(shadow), /*peek=*/false);
+  for (size_t i : quota) {
+    const PlannedLimit& l = limits[i];
+    store_.CheckAsync(l.key, *l.limit, l.hits, [this, run, i](absl::StatusOr<Decision> d) {
+      if (d.ok()) {
+        run->results[i].decision = *d;
+        run->results[i].counted = d->allowed;
+      } else {
+        run->Fail(d.status());
+      }
+      Release(run);
+    });
+  }
+  if (!run->gated.empty()) CheckTogether(run, run->gated, /*peek=*/true);
+  Release(run);
+}
+
+void PlanExecutor::StartRoundTwo(const std::shared_ptr<Run>& run) {
+  bool failed = false;
+  {
+    internal::MutexLock lock(&run->mu);
+    failed = !run->error.ok();
+  }
+  if (failed) {
+    Complete(run);
+    return;
+  }
+  const Plan& plan = *run->plan;
+  bool over = run->known_over || AllQuotaDescriptorsOver(plan, run->results);
+  for (size_t i : run->gated) over = over || IsOver(plan.limits[i], *run->results[i].decision);
+  std::vector<size_t> enforced;
+  for (size_t i = 0; i < plan.limits.size(); ++i) {
+    if (plan.limits[i].Enforced() && !run->results[i].decision.has_value()) enforced.push_back(i);
+  }
+  if (enforced.empty()) {
+    Complete(run);
+    return;
+  }
+  run->pending.store(2);
+  CheckTogether(run, std::move(enforced), /*peek=*/over);
+  Release(run);
+}
+
+void PlanExecutor::CheckTogether(const std::shared_ptr<Run>& run, std::vector<size_t> indexes,
+                                 bool peek) {
+  std::vector<LimitCheck>& checks = run->checks.emplace_back();
+  for (size_t i : indexes) {
+    const PlannedLimit& l = run->plan->limits[i];
+    checks.push_back({.key = l.key, .limit = *l.limit, .cost = peek ? 0 : l.hits});
+  }
+  // One call whatever the count: the store takes its cheaper path for a single check itself.
+  store_.CheckAllAsync(
+      checks, [this, run, indexes = std::move(indexes), peek](absl::StatusOr<MultiDecision> m) {
+        if (m.ok()) {
+          for (size_t j = 0; j < indexes.size() && j < m->decisions.size(); ++j) {
+            LimitResult& r = run->results[indexes[j]];
+            if (peek) {
+              RecordPeek(run->plan->limits[indexes[j]], m->decisions[j], r);
+            } else {
+              r.decision = m->decisions[j];
+              r.counted = m->allowed;
+            }
+          }
+        } else {
+          run->Fail(m.status());
+        }
+        Release(run);
+      });
+}
+
+void PlanExecutor::Release(const std::shared_ptr<Run>& run) {
+  if (run->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (!run->in_round_two) {
+    run->in_round_two = true;
+    StartRoundTwo(run);
+  } else {
+    Complete(run);
+  }
+}
+
+void PlanExecutor::Complete(const std::shared_ptr<Run>& run) {
+  absl::Status error;
+  {
+    internal::MutexLock lock(&run->mu);
+    error = run->error;
+  }
+  if (!error.ok()) {
+    std::move(run->done)(std::move(error));
+    return;
+  }
+  if (cache_ != nullptr) {
+    const auto now = clock_.Now();
+    const std::vector<PlannedLimit>& limits = run->plan->limits;
+    for (size_t i = 0; i < limits.size(); ++i) {
+      const PlannedLimit& l = limits[i];
+      const LimitResult& r = run->results[i];
+      // Not for a 0-hit check: the cache answers requests of at least the denied cost. Not for a
+      // peek either: the store denied nothing, so its answer carries no retry_after.
+      if (!l.Enforced() || r.from_cache || r.peeked || !r.decision.has_value() ||
+          r.decision->allowed || l.hits == 0 || !l.limit.has_value()) {
+        continue;
+      }
+      cache_->Add(l.key, l.limit->limit, l.hits, now, r.decision->retry_after,
+                  r.decision->reset_after);
+    }
+  }
+  std::move(run->done)(std::move(run->results));
+}
+
+}  // namespace sluice::server
