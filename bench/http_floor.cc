@@ -2,7 +2,7 @@
 // to compare with sluiced's HTTP path (issue 12: can it be halved?). Two servers, both answering
 // every request with one fixed /json body, no parsing of it, no decision:
 //
-// - `--server beast`: sluice::http::BeastServer (the server under sluiced's HTTP API) with a
+// - `--server beast`: sluice::net::BeastServer (the server under sluiced's HTTP API) with a
 //   handler that answers at once, on `--threads` I/O threads (sluiced's default is 2);
 // - `--server raw`: the least a keep-alive HTTP/1.1 server can do on Boost.Asio: one thread,
 //   each read scanned for the ends of the requests in it (Content-Length only), all their answers
@@ -28,7 +28,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 
-#include "sluice/http/beast_server.h"
+#include "sluice/net/beast_server.h"
 
 namespace {
 
@@ -124,7 +124,7 @@ int RunRaw(uint16_t port) {
 
 int RunBeast(uint16_t port, int threads) {
   namespace bhttp = boost::beast::http;
-  using sluice::http::BeastServer;
+  using sluice::net::BeastServer;
   BeastServer server({.port = port, .threads = threads, .server_header = "sluiced"},
                      [](BeastServer::Request& /*request*/, const tcp::endpoint& /*peer*/,
                         BeastServer::Responder respond) {

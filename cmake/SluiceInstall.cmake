@@ -39,6 +39,8 @@ sluice_export(sluice_store_open open_store)
 sluice_export(sluice_yaml yaml)
 # SLUICE_BUILD_SERVER
 sluice_export(sluice_config config)
+# SLUICE_BUILD_HTTP or SLUICE_BUILD_SERVER: sockets and the Beast server.
+sluice_export(sluice_net net)
 # SLUICE_BUILD_HTTP
 sluice_export(sluice_http http)
 sluice_export(sluice_http_beast http_beast)
@@ -76,6 +78,11 @@ if(SLUICE_BUILD_HTTP)
   endif()
   install(FILES ${sluice_http_headers}
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sluice/http COMPONENT dev)
+endif()
+if(TARGET sluice_net)
+  file(GLOB sluice_net_headers ${PROJECT_SOURCE_DIR}/include/sluice/net/*.h)
+  install(FILES ${sluice_net_headers}
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sluice/net COMPONENT dev)
 endif()
 
 # Static libraries and the CMake package. A consumer asks for components (find_package(sluice

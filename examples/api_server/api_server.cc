@@ -12,15 +12,15 @@
 #include <boost/beast/http.hpp>
 
 #include "sluice/http/beast.h"
-#include "sluice/http/beast_server.h"
+#include "sluice/net/beast_server.h"
 
 namespace sluice::examples {
 namespace {
 
 namespace bhttp = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
-using Request = http::BeastServer::Request;
-using Response = http::BeastServer::Response;
+using Request = net::BeastServer::Request;
+using Response = net::BeastServer::Response;
 
 // Request header bytes (request line and fields) and body bytes a request may have.
 constexpr uint32_t kMaxHeaderBytes = 8 * 1024;
@@ -68,9 +68,9 @@ Response Route(const Request& req) {
 // Serves one request: the middleware decides first (asynchronously: the verdict comes back on the
 // connection's thread), then the application answers, with the verdict's RateLimit headers.
 void Serve(http::Middleware* middleware, Request& req, const tcp::endpoint& peer,
-           http::BeastServer::Responder respond) {
+           net::BeastServer::Responder respond) {
   if (middleware == nullptr) return std::move(respond)(Route(req));
-  const http::BeastServer::Executor executor = respond.executor();
+  const net::BeastServer::Executor executor = respond.executor();
   // `req` stays valid until `respond` is called.
   http::CheckBeastRequest(
       *middleware, executor, req, peer,
@@ -100,18 +100,18 @@ std::optional<http::Principal> ToyAuthenticate(const http::RequestView& request)
 
 struct ApiServer::Impl {
   explicit Impl(ApiServerOptions options)
-      : server(http::BeastServerOptions{.name = "api_server",
-                                        .address = std::move(options.address),
-                                        .port = options.port,
-                                        .threads = std::max(1, options.threads),
-                                        .max_header_bytes = kMaxHeaderBytes,
-                                        .max_body_bytes = kMaxBodyBytes},
+      : server(net::BeastServerOptions{.name = "api_server",
+                                       .address = std::move(options.address),
+                                       .port = options.port,
+                                       .threads = std::max(1, options.threads),
+                                       .max_header_bytes = kMaxHeaderBytes,
+                                       .max_body_bytes = kMaxBodyBytes},
                [middleware = options.middleware](Request& req, const tcp::endpoint& peer,
-                                                 http::BeastServer::Responder respond) {
+                                                 net::BeastServer::Responder respond) {
                  Serve(middleware, req, peer, std::move(respond));
                }) {}
 
-  http::BeastServer server;
+  net::BeastServer server;
 };
 
 ApiServer::ApiServer(ApiServerOptions options)

@@ -1,4 +1,4 @@
-// ApiServer: a small asynchronous HTTP API on sluice's Beast server (sluice/http/beast_server.h)
+// ApiServer: a small asynchronous HTTP API on sluice's Beast server (sluice/net/beast_server.h)
 // with the sluice middleware in front of its routes, the example of docs/middleware.md.
 //
 // Routes: GET /api/items, GET /api/orders/{id}, POST /api/orders, GET /healthz (not limited).

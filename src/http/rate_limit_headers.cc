@@ -26,23 +26,6 @@ std::string SfString(std::string_view text) {
   return out;
 }
 
-int64_t CeilSeconds(std::chrono::microseconds d) {
-  if (d.count() <= 0) return 0;
-  return (d.count() + 999'999) / 1'000'000;
-}
-
-int64_t RetryAfterSeconds(std::chrono::microseconds retry_after, const PolicyWindow& window) {
-  const int64_t w = std::max<int64_t>(1, window.window_seconds);
-  if (retry_after == Decision::kNever) return w;
-  return std::clamp<int64_t>(CeilSeconds(retry_after), 1, std::max(w, window.horizon_seconds));
-}
-
-int64_t ResetSeconds(const Decision& decision, const PolicyWindow& window) {
-  if (!decision.allowed) return RetryAfterSeconds(decision.retry_after, window);
-  return std::clamp<int64_t>(CeilSeconds(decision.reset_after), 0,
-                             std::max<int64_t>({1, window.window_seconds, window.horizon_seconds}));
-}
-
 std::string PolicyItem(std::string_view name, int64_t quota, int64_t window_seconds) {
   return absl::StrCat(SfString(name), ";q=", quota, ";w=", window_seconds);
 }

@@ -19,6 +19,8 @@
 
 #include "sluice/decision.h"
 
+#include "src/core/wait_seconds.h"
+
 namespace sluice::http::internal {
 
 // What the headers say about one policy after one decision.
@@ -38,36 +40,11 @@ struct PolicyState {
 // printable ASCII are not representable and are replaced by '?'.
 std::string SfString(std::string_view text);
 
-// CeilSeconds()
-//
-// Returns `d` rounded up to whole seconds (0 for d <= 0).
-int64_t CeilSeconds(std::chrono::microseconds d);
-
-// The time bounds of one policy, in whole seconds.
-struct PolicyWindow {
-  // `w` of RateLimit-Policy.
-  int64_t window_seconds = 1;
-  // The longest wait the policy's algorithm can report for a cost it can ever admit: `w`, except
-  // for the sliding window counter, whose weighted count remembers the previous window and so can
-  // hold a request back for up to two periods (docs/algorithms.md), e.g. always about 2 periods
-  // for a limit of 1. Retry-After is capped here rather than at `w`, so that waiting it out always
-  // admits the request.
-  int64_t horizon_seconds = 1;
-};
-
-// RetryAfterSeconds()
-//
-// Returns the Retry-After of a denial by a policy: `retry_after` rounded up to whole seconds, at
-// least 1 and at most the policy's horizon; Decision::kNever (a cost above the capacity, which no
-// wait admits) gives the window.
-int64_t RetryAfterSeconds(std::chrono::microseconds retry_after, const PolicyWindow& window);
-
-// ResetSeconds()
-//
-// Returns the `t` of one policy: for a denied decision its Retry-After, so that Retry-After never
-// names a point earlier than the reset of a policy that refused the request; otherwise
-// reset_after rounded up and capped at the horizon.
-int64_t ResetSeconds(const Decision& decision, const PolicyWindow& window);
+// The arithmetic of the seconds the fields speak, shared with sluiced (src/core/wait_seconds.h).
+using ::sluice::internal::CeilSeconds;
+using ::sluice::internal::PolicyWindow;
+using ::sluice::internal::ResetSeconds;
+using ::sluice::internal::RetryAfterSeconds;
 
 // PolicyItem()
 //

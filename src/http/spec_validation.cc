@@ -128,22 +128,6 @@ std::string DefaultPolicyName(const Limit& limit) {
   return absl::StrCat(limit.limit, "-per-", FormatPeriod(limit.period));
 }
 
-int64_t PolicyWindowSeconds(const Limit& limit) {
-  const int64_t period_us = limit.period.count();
-  if (limit.algorithm != Algorithm::kTokenBucket && limit.algorithm != Algorithm::kGcra) {
-    return std::max<int64_t>(1, period_us / 1'000'000);
-  }
-  // Time to refill the whole capacity: capacity * period / limit, rounded up. ValidateLimit()
-  // bounds max(limit, burst) * period_us by 2^50, so the product cannot overflow.
-  const int64_t refill_us = (limit.Capacity() * period_us + limit.limit - 1) / limit.limit;
-  return std::max<int64_t>(1, (refill_us + 999'999) / 1'000'000);
-}
-
-int64_t PolicyHorizonSeconds(const Limit& limit) {
-  const int64_t window = PolicyWindowSeconds(limit);
-  return limit.algorithm == Algorithm::kSlidingWindow ? 2 * window : window;
-}
-
 absl::Status ValidatePolicyLimit(const Limit& limit) {
   if (absl::Status s = ValidateLimit(limit); !s.ok()) {
     return absl::InvalidArgumentError(PolicyFieldMessage(s.message()));

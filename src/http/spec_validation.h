@@ -16,6 +16,8 @@
 #include "sluice/http/middleware_config.h"
 #include "sluice/limit.h"
 
+#include "src/core/wait_seconds.h"
+
 namespace sluice::http::internal {
 
 // SpecError()
@@ -34,15 +36,9 @@ std::string DefaultPolicyName(const Limit& limit);
 // Returns a whole-second period in the largest unit that divides it: "1s", "90s", "1h", "1d".
 std::string FormatPeriod(std::chrono::microseconds period);
 
-// PolicyWindowSeconds()
-//
-// Returns the `w` of a policy (see CompiledPolicy::window). REQUIRES: a valid limit.
-int64_t PolicyWindowSeconds(const Limit& limit);
-
-// PolicyHorizonSeconds()
-//
-// Returns the horizon of a policy (see PolicyWindow): twice `w` for the sliding window, else `w`.
-int64_t PolicyHorizonSeconds(const Limit& limit);
+// The `w` and horizon of a policy (see CompiledPolicy::window), shared with sluiced.
+using ::sluice::internal::PolicyHorizonSeconds;
+using ::sluice::internal::PolicyWindowSeconds;
 
 // ValidatePolicyLimit()
 //

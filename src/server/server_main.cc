@@ -305,7 +305,7 @@ int RunServer(const ServerSettings& settings) {
                       .grpc_unparsable_requests = g.unparsable_requests,
                       .grpc_silent_connections_closed = g.silent_closed};
     for (size_t i = 0; i < http_servers.size(); ++i) {
-      const http::ListenerStats l = http_servers[i]->ListenerStats();
+      const ::sluice::net::ListenerStats l = http_servers[i]->ListenerStats();
       state.listeners.push_back({.name = http_names[i],
                                  .accepted = l.accepted,
                                  .rejected_over_cap = l.rejected_over_cap,

@@ -18,9 +18,9 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include "sluice/http/accept_backoff.h"
+#include "sluice/net/accept_backoff.h"
 #include "sluice/http/beast.h"
-#include "sluice/http/beast_server.h"
+#include "sluice/net/beast_server.h"
 #include "sluice/http/client_ip.h"
 #include "sluice/http/middleware.h"
 #include "sluice/http/middleware_config.h"
@@ -35,6 +35,9 @@
 // Not in an anonymous namespace: the examples that need a network are compiled, never called.
 namespace sluice::http::docs {
 
+using ::sluice::net::AcceptBackoff;
+using ::sluice::net::BeastServer;
+
 namespace beast = boost::beast;
 
 // An accept loop as sluiced's HTTP server has one, for accept_backoff.h's example.
@@ -43,7 +46,7 @@ class Listener {
   explicit Listener(boost::asio::io_context& ioc) : acceptor_(ioc), timer_(ioc) {}
 
   void Accept() {
-    // [include/sluice/http/accept_backoff.h]
+    // [include/sluice/net/accept_backoff.h]
     acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
       if (ec == boost::asio::error::operation_aborted) return;
       if (const std::chrono::milliseconds wait = backoff_.After(ec); wait.count() > 0) {
@@ -54,7 +57,7 @@ class Listener {
       if (!ec) StartSession(std::move(socket));
       Accept();
     });
-    // [include/sluice/http/accept_backoff.h]
+    // [include/sluice/net/accept_backoff.h]
   }
 
  private:
@@ -110,7 +113,7 @@ BeastServer::Response Route(const BeastServer::Request& req) {
 }
 
 absl::Status BeastServerExample(Middleware& middleware) {
-  // [include/sluice/http/beast_server.h]
+  // [include/sluice/net/beast_server.h]
   BeastServer server({.port = 8080}, [&middleware](BeastServer::Request& req,
                                                    const boost::asio::ip::tcp::endpoint& peer,
                                                    BeastServer::Responder respond) {
@@ -127,7 +130,7 @@ absl::Status BeastServerExample(Middleware& middleware) {
         });
   });
   SLUICE_RETURN_IF_ERROR(server.Start());
-  // [include/sluice/http/beast_server.h]
+  // [include/sluice/net/beast_server.h]
   return absl::OkStatus();
 }
 

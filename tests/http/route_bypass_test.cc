@@ -22,8 +22,8 @@
 #include <boost/url/url.hpp>
 
 #include "sluice/http/beast.h"
-#include "sluice/http/beast_server.h"
 #include "sluice/memory_store.h"
+#include "sluice/net/beast_server.h"
 
 #include "src/http/request_target.h"
 #include "tests/http/http_test_util.h"
@@ -38,6 +38,7 @@ namespace {
 
 using ::sluice::http::testing::Rules;
 using ::sluice::http::testing::Send;
+using ::sluice::net::BeastServer;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::Not;

@@ -9,13 +9,13 @@
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/status.hpp>
 
-#include "sluice/http/beast_server.h"
+#include "sluice/net/beast_server.h"
 
 namespace sluice::server {
 namespace {
 
 namespace bhttp = boost::beast::http;
-using http::BeastServer;
+using ::sluice::net::BeastServer;
 
 // The Beast server's handler for `handler`: a request as a struct in, a struct back as the answer
 // (built on the thread that answers, so the connection's thread only writes it).
@@ -40,17 +40,19 @@ BeastServer::Handler AdaptHandler(HttpServer::Handler handler) {
 
 struct HttpServer::Impl {
   Impl(HttpServerOptions options, Handler handler)
-      : server(http::BeastServerOptions{.name = "http",
-                                        .address = std::move(options.address),
-                                        .port = options.port,
-                                        .threads = std::max(1, options.threads),
-                                        .max_header_bytes = 16 * 1024,
-                                        .max_body_bytes = options.max_body_bytes,
-                                        .idle_timeout = options.idle_timeout,
-                                        .max_connections = options.max_connections,
-                                        .server_header = "sluiced",
-                                        .log = [](std::string_view line) { spdlog::warn(line); }},
-               AdaptHandler(std::move(handler))) {}
+      : server(
+            ::sluice::net::BeastServerOptions{
+                .name = "http",
+                .address = std::move(options.address),
+                .port = options.port,
+                .threads = std::max(1, options.threads),
+                .max_header_bytes = 16 * 1024,
+                .max_body_bytes = options.max_body_bytes,
+                .idle_timeout = options.idle_timeout,
+                .max_connections = options.max_connections,
+                .server_header = "sluiced",
+                .log = [](std::string_view line) { spdlog::warn(line); }},
+            AdaptHandler(std::move(handler))) {}
 
   BeastServer server;
 };
@@ -68,7 +70,7 @@ uint16_t HttpServer::port() const { return impl_->server.port(); }
 
 absl::Status HttpServer::ListenerHealth() const { return impl_->server.ListenerHealth(); }
 
-http::ListenerStats HttpServer::ListenerStats() const { return impl_->server.listener_stats(); }
+net::ListenerStats HttpServer::ListenerStats() const { return impl_->server.listener_stats(); }
 
 size_t HttpServer::open_connections() const { return impl_->server.open_connections(); }
 

@@ -1,5 +1,5 @@
 // HttpServer: sluiced's HTTP server for its JSON API, health check and metrics, on the one Beast
-// server of the project (sluice/http/beast_server.h), with requests and answers as plain structs.
+// server of the project (sluice/net/beast_server.h), with requests and answers as plain structs.
 //
 // Each connection is read with a size limit and an idle timeout (headers over 16 KiB get 431, a
 // body over `max_body_bytes` 413); the handler answers each request exactly once through its
@@ -29,7 +29,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 
-#include "sluice/http/accept_backoff.h"
+#include "sluice/net/accept_backoff.h"
 
 namespace sluice::server {
 
@@ -58,7 +58,7 @@ struct HttpServerOptions {
   // A connection idle this long is closed. Default: 30 s.
   std::chrono::seconds idle_timeout{30};
   // Open connections beyond which new ones are closed at once and counted
-  // (sluice/http/beast_server.h). Default: 10,000; sluiced derives its default from the descriptor
+  // (sluice/net/beast_server.h). Default: 10,000; sluiced derives its default from the descriptor
   // limit (fd_limit.h).
   size_t max_connections = 10'000;
 };
@@ -93,7 +93,7 @@ class HttpServer {
   absl::Status ListenerHealth() const;
 
   // Accept counters (connections accepted, closed over the cap, failed accepts). Thread-safe.
-  http::ListenerStats ListenerStats() const;
+  ::sluice::net::ListenerStats ListenerStats() const;
 
   // Connections open now. Thread-safe.
   size_t open_connections() const;

@@ -25,13 +25,13 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "src/http/tcp_listener.h"
+#include "src/net/tcp_listener.h"
 
 namespace sluice::server {
 
 class PrefaceGate {
  public:
-  using Socket = http::internal::TcpListener::Socket;
+  using Socket = ::sluice::net::internal::TcpListener::Socket;
   // Receives each connection that has sent its first bytes, unread.
   using Pass = std::function<void(Socket)>;
 

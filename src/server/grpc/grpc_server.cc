@@ -30,7 +30,7 @@
 
 #include "sluice/clock.h"
 
-#include "src/http/tcp_listener.h"
+#include "src/net/tcp_listener.h"
 #include "src/server/grpc/grpc_preface_gate.h"
 #include "src/server/grpc/h2/grpc_h2_server.h"
 #include "src/util/mutex.h"
@@ -129,7 +129,7 @@ struct GrpcServer::Impl {
   std::unique_ptr<grpc::Server> server;
   // When sluiced accepts the connections itself.
   boost::asio::io_context listener_context{1};
-  std::unique_ptr<http::internal::TcpListener> listener;
+  std::unique_ptr<::sluice::net::internal::TcpListener> listener;
   HandedConnections handed;  // On the listener's thread.
   // New connections until their first bytes; on the listener's thread. After listener_context:
   // destroyed first.
@@ -189,7 +189,7 @@ absl::Status GrpcServer::Start() {
     Impl& impl = *impl_;
     impl.gate =
         std::make_unique<PrefaceGate>(impl.listener_context, FirstBytesTimeout(options_),
-                                      [&impl](http::internal::TcpListener::Socket socket) {
+                                      [&impl](::sluice::net::internal::TcpListener::Socket socket) {
                                         boost::system::error_code ignored;
                                         const int fd = socket.release(ignored);
                                         if (fd < 0) return;
@@ -197,9 +197,9 @@ absl::Status GrpcServer::Start() {
                                         impl.handed.Add(fd);
                                         grpc::AddInsecureChannelFromFd(impl.server.get(), fd);
                                       });
-    impl.listener = std::make_unique<http::internal::TcpListener>(
+    impl.listener = std::make_unique<::sluice::net::internal::TcpListener>(
         impl.listener_context,
-        http::internal::TcpListenerOptions{
+        ::sluice::net::internal::TcpListenerOptions{
             .name = "grpc",
             .address = own->first,
             .port = own->second,
@@ -208,7 +208,7 @@ absl::Status GrpcServer::Start() {
             .make_room =
                 [this, &impl] { return options_.close_idle_at_cap && impl.gate->CloseOldest(); }},
         [&impl]() -> boost::asio::io_context& { return impl.listener_context; },
-        [&impl](http::internal::TcpListener::Socket socket) {
+        [&impl](::sluice::net::internal::TcpListener::Socket socket) {
           boost::system::error_code ignored;
           socket.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
           impl.gate->Hold(std::move(socket));

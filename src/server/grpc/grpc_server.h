@@ -32,7 +32,7 @@
 
 #include "absl/status/status.h"
 
-#include "sluice/http/accept_backoff.h"
+#include "sluice/net/accept_backoff.h"
 
 #include "src/server/grpc/grpc_service.h"
 #include "src/server/grpc/rls_grpc_service.h"
@@ -93,7 +93,7 @@ struct GrpcServerStats {
   // Calls whose bytes were not a RateLimitRequest.
   uint64_t unparsable_requests = 0;
   // The listener's counters, when sluiced accepts the connections itself; else zeros.
-  http::ListenerStats listener{};
+  ::sluice::net::ListenerStats listener{};
   // Connections closed for sending nothing within `first_bytes_timeout`.
   uint64_t silent_closed = 0;
 };

@@ -2,20 +2,19 @@
 
 #include "absl/strings/str_cat.h"
 
-#include "src/http/rate_limit_headers.h"
-#include "src/http/spec_validation.h"
+#include "src/core/wait_seconds.h"
 
 namespace sluice::server {
 
 int64_t StatusResetSeconds(std::chrono::microseconds reset_after) {
-  return http::internal::CeilSeconds(reset_after);
+  return internal::CeilSeconds(reset_after);
 }
 
 int64_t RetryAfterSeconds(std::chrono::microseconds retry_after, const Limit& limit) {
-  return http::internal::RetryAfterSeconds(
+  return internal::RetryAfterSeconds(
       retry_after,
-      http::internal::PolicyWindow{.window_seconds = http::internal::CeilSeconds(limit.period),
-                                   .horizon_seconds = http::internal::PolicyHorizonSeconds(limit)});
+      internal::PolicyWindow{.window_seconds = internal::CeilSeconds(limit.period),
+                             .horizon_seconds = internal::PolicyHorizonSeconds(limit)});
 }
 
 std::vector<RlsHeader> ResponseHeaders(const RlsHeaderNames& names, const RlsStatus& closest,

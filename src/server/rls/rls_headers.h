@@ -1,8 +1,8 @@
 // The rate limit service's response headers: envoyproxy/ratelimit's RateLimit-Limit,
 // RateLimit-Remaining and RateLimit-Reset (LIMIT_RESPONSE_HEADERS_ENABLED, names configurable as
 // LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER), plus Retry-After when the
-// request is over the limit. The seconds are computed by the HTTP middleware's header functions
-// (src/http/rate_limit_headers.h), so both front ends round and cap the same way.
+// request is over the limit. The seconds are computed by the arithmetic the HTTP middleware uses
+// (src/core/wait_seconds.h), so both front ends round and cap the same way.
 //
 // Thread safety: pure functions.
 #ifndef SLUICE_SERVER_RLS_RLS_HEADERS_H_

@@ -2,11 +2,11 @@
 // names, rendered for Prometheus (Render()) and read by the statsd sink (Counters()).
 //
 // Per-rule counters are kept per stats key ("domain.key_value...", RuleMatch::stats_key) and
-// counted as the reference counts them (src/server/rls/rls_evaluate.h). Their statsd names are the reference's,
-// `ratelimit.service.rate_limit.<stats key>.<stat>` with the key sanitized as the reference
-// sanitizes it (':' and '|' to '_', the dots of IPv4 addresses to '_'); in Prometheus they are
-// `ratelimit_service_rate_limit_<stat>_total{domain="...",key="..."}`, `key` being the stats key
-// without its domain.
+// counted as the reference counts them (src/server/rls/rls_evaluate.h). Their statsd names are the
+// reference's, `ratelimit.service.rate_limit.<stats key>.<stat>` with the key sanitized as the
+// reference sanitizes it (':' and '|' to '_', the dots of IPv4 addresses to '_'); in Prometheus
+// they are `ratelimit_service_rate_limit_<stat>_total{domain="...",key="..."}`, `key` being the
+// stats key without its domain.
 //
 // Bounds (request values reach the labels, so they are attacker-controlled):
 // - A label value (the domain, the key) longer than `max_label_bytes` is cut to a prefix, ended on
@@ -74,7 +74,7 @@ struct StoreState {
   std::optional<MemoryStoreStats> memory{};
 };
 
-// One listener's counters (http::ListenerStats), named as sluiced names the listener.
+// One listener's counters (::sluice::net::ListenerStats), named as sluiced names the listener.
 struct ListenerState {
   std::string name{};  // "http", "grpc", "debug", "prometheus"
   uint64_t accepted = 0;

@@ -23,7 +23,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <nghttp2/nghttp2.h>
 
-#include "src/http/tcp_listener.h"
+#include "src/net/tcp_listener.h"
 #include "src/server/grpc/h2/grpc_h2_server.h"
 #include "src/util/mutex.h"
 
@@ -47,7 +47,7 @@ struct GrpcH2Server::Shared {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  using Socket = http::internal::TcpListener::Socket;
+  using Socket = ::sluice::net::internal::TcpListener::Socket;
   using Executor = boost::asio::io_context::executor_type;
 
   // `context` runs `socket`'s executor; held so that it outlives the socket.

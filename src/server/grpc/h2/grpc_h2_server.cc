@@ -11,7 +11,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 
-#include "src/http/tcp_listener.h"
+#include "src/net/tcp_listener.h"
 #include "src/server/grpc/h2/grpc_h2_connection.h"
 
 namespace sluice::server::h2 {
@@ -24,7 +24,7 @@ struct GrpcH2ServerRuntime {
   // Accepting has a context and thread of its own, as in BeastServer, so that it never waits
   // behind connection traffic.
   net::io_context acceptor_context{1};
-  std::unique_ptr<http::internal::TcpListener> listener;
+  std::unique_ptr<::sluice::net::internal::TcpListener> listener;
   size_t next_context = 0;
   std::vector<std::thread> threads;
 };
@@ -91,16 +91,17 @@ absl::Status GrpcH2Server::Start() {
     // Concurrency hint 1: one thread runs each context.
     rt.contexts.push_back(std::make_shared<net::io_context>(1));
   }
-  rt.listener = std::make_unique<http::internal::TcpListener>(
+  rt.listener = std::make_unique<::sluice::net::internal::TcpListener>(
       rt.acceptor_context,
-      http::internal::TcpListenerOptions{.name = "grpc",
-                                         .address = o.address,
-                                         .port = o.port,
-                                         .max_connections = o.max_connections,
-                                         .log = o.log,
-                                         .make_room = [this] { return MakeRoom(*shared_); }},
+      ::sluice::net::internal::TcpListenerOptions{
+          .name = "grpc",
+          .address = o.address,
+          .port = o.port,
+          .max_connections = o.max_connections,
+          .log = o.log,
+          .make_room = [this] { return MakeRoom(*shared_); }},
       [&rt]() -> net::io_context& { return *rt.contexts[rt.next_context++ % rt.contexts.size()]; },
-      [this, &rt](http::internal::TcpListener::Socket socket) {
+      [this, &rt](::sluice::net::internal::TcpListener::Socket socket) {
         boost::system::error_code ignored;
         socket.set_option(net::ip::tcp::no_delay(true), ignored);
         net::execution_context* owner = &socket.get_executor().context();

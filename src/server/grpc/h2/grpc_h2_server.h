@@ -41,7 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#include "sluice/http/accept_backoff.h"
+#include "sluice/net/accept_backoff.h"
 
 namespace sluice::server::h2 {
 
@@ -99,7 +99,7 @@ struct GrpcH2ServerStats {
   size_t buffered_request_bytes = 0;
   // Connections closed for sending nothing within `first_bytes_timeout`.
   uint64_t silent_closed = 0;
-  http::ListenerStats listener{};
+  ::sluice::net::ListenerStats listener{};
 };
 
 class GrpcH2Server {

@@ -1,4 +1,4 @@
-// TcpListener: the accept loop under BeastServer (sluice/http/beast_server.h) and sluiced's gRPC
+// TcpListener: the accept loop under BeastServer (sluice/net/beast_server.h) and sluiced's gRPC
 // listener over plain TCP, with a connection cap, a backoff when descriptors run out, and a health
 // answer. Internal to sluice: not an installed header.
 //
@@ -7,22 +7,22 @@
 //   once, and counted; the client sees its connection closed instead of
 //   waiting in the backlog, and the descriptors left stay for the other listener and the store.
 // - Out of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM): the loop waits as
-//   sluice/http/accept_backoff.h says instead of spinning, and accepts again by itself.
+//   sluice/net/accept_backoff.h says instead of spinning, and accepts again by itself.
 // - A listening socket that fails for good (EBADF, EINVAL, ENOTSOCK, EFAULT: closed or shut down
 //   under us) stops the loop; Health() says so from then on.
 // Log lines (at most one a second per listener, to `log`) name the listener ("http", "grpc").
 //
 // Example:
 //   TcpListener listener(context, {.name = "http", .port = 8080, .max_connections = 1000},
-//                        [&]() -> net::io_context& { return next(); },
+//                        [&]() -> boost::asio::io_context& { return next(); },
 //                        [&](TcpListener::Socket s) { StartSession(std::move(s)); },
 //                        [&] { return open_sessions.load(); });
 //   SLUICE_RETURN_IF_ERROR(listener.Listen());  // then run `context`
 //
 // Thread safety: Listen() before the context runs; Close() on the context's thread (post it);
 // the callbacks run on the context's thread; Health(), Stats() and port() from any thread.
-#ifndef SLUICE_HTTP_TCP_LISTENER_H_
-#define SLUICE_HTTP_TCP_LISTENER_H_
+#ifndef SLUICE_NET_TCP_LISTENER_H_
+#define SLUICE_NET_TCP_LISTENER_H_
 
 #include <atomic>
 #include <chrono>
@@ -38,11 +38,11 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "sluice/clock.h"
-#include "sluice/http/accept_backoff.h"
+#include "sluice/net/accept_backoff.h"
 
 #include "src/util/log_throttle.h"
 
-namespace sluice::http::internal {
+namespace sluice::net::internal {
 
 struct TcpListenerOptions {
   // Names the listener in log lines and errors. Default: "tcp".
@@ -134,6 +134,6 @@ class TcpListener {
   std::atomic<uint64_t> accept_failures_{0};
 };
 
-}  // namespace sluice::http::internal
+}  // namespace sluice::net::internal
 
-#endif  // SLUICE_HTTP_TCP_LISTENER_H_
+#endif  // SLUICE_NET_TCP_LISTENER_H_

@@ -1,4 +1,4 @@
-#include "src/http/response_bytes.h"
+#include "src/net/response_bytes.h"
 
 #include <sstream>
 #include <string>
@@ -8,7 +8,7 @@
 #include <boost/beast/http.hpp>
 #include <gtest/gtest.h>
 
-namespace sluice::http::internal {
+namespace sluice::net::internal {
 namespace {
 
 namespace bhttp = boost::beast::http;
@@ -88,4 +88,4 @@ TEST(ResponseBytesTest, MatchesBeastsSerializer) {
 }
 
 }  // namespace
-}  // namespace sluice::http::internal
+}  // namespace sluice::net::internal

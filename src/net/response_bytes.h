@@ -13,7 +13,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-namespace sluice::http::internal {
+namespace sluice::net::internal {
 
 // Replaces `out` with `response`'s status line, fields and body. Chunked transfer coding is not
 // written: call prepare_payload() first, as BeastServer does.
@@ -21,6 +21,6 @@ void WriteResponseBytes(
     const boost::beast::http::response<boost::beast::http::string_body>& response,
     std::string& out);
 
-}  // namespace sluice::http::internal
+}  // namespace sluice::net::internal
 
 #endif  // SLUICE_SRC_HTTP_RESPONSE_BYTES_H_

@@ -1,4 +1,4 @@
-#include "sluice/http/beast_server.h"
+#include "sluice/net/beast_server.h"
 
 #include <algorithm>
 #include <atomic>
@@ -19,15 +19,15 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "src/http/response_bytes.h"
-#include "src/http/tcp_listener.h"
+#include "src/net/response_bytes.h"
+#include "src/net/tcp_listener.h"
 
-namespace sluice::http {
+namespace sluice::net {
 
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
 
 namespace internal {
 
@@ -84,7 +84,7 @@ class BeastSession : public std::enable_shared_from_this<BeastSession> {
   }
 
   void Run() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
   }
 
   BeastServer::Executor executor() { return stream_.get_executor(); }
@@ -103,7 +103,7 @@ class BeastSession : public std::enable_shared_from_this<BeastSession> {
 
   static void Answer(std::shared_ptr<BeastSession> self, BeastServer::Response response) {
     const BeastServer::Executor executor = self->stream_.get_executor();
-    net::dispatch(executor, [self = std::move(self), response = std::move(response)]() mutable {
+    asio::dispatch(executor, [self = std::move(self), response = std::move(response)]() mutable {
       self->Write(std::move(response));
     });
   }
@@ -160,11 +160,11 @@ class BeastSession : public std::enable_shared_from_this<BeastSession> {
     }
     response_.prepare_payload();
     WriteResponseBytes(response_, out_);
-    net::async_write(stream_, net::buffer(out_),
-                     [self = shared_from_this(), keep_alive](beast::error_code ec, size_t) {
-                       if (ec || !keep_alive) return self->Close();
-                       self->Read();
-                     });
+    asio::async_write(stream_, asio::buffer(out_),
+                      [self = shared_from_this(), keep_alive](beast::error_code ec, size_t) {
+                        if (ec || !keep_alive) return self->Close();
+                        self->Read();
+                      });
   }
 
   void Close() {
@@ -222,7 +222,7 @@ struct BeastServer::Impl {
                                          .max_connections = options.max_connections,
                                          .log = options.log,
                                          .make_room = [this] { return MakeRoom(); }},
-            [this]() -> net::io_context& { return *contexts[next_context++ % contexts.size()]; },
+            [this]() -> asio::io_context& { return *contexts[next_context++ % contexts.size()]; },
             [this](internal::Stream::socket_type socket) {
               std::make_shared<internal::BeastSession>(std::move(socket), handler, options, open,
                                                        idle)
@@ -231,7 +231,7 @@ struct BeastServer::Impl {
             [this] { return open.load(); }) {
     for (int i = 0; i < std::max(1, options.threads); ++i) {
       // Concurrency hint 1: one thread runs each context, which lets Asio skip some locking.
-      contexts.push_back(std::make_unique<net::io_context>(1));
+      contexts.push_back(std::make_unique<asio::io_context>(1));
     }
   }
 
@@ -246,7 +246,7 @@ struct BeastServer::Impl {
     std::shared_ptr<internal::BeastSession> oldest = idle.TakeOldest();
     if (oldest == nullptr) return false;
     const BeastServer::Executor executor = oldest->executor();
-    net::post(executor, [oldest = std::move(oldest)] { oldest->CloseIfIdle(); });
+    asio::post(executor, [oldest = std::move(oldest)] { oldest->CloseIfIdle(); });
     return true;
   }
 
@@ -256,10 +256,10 @@ struct BeastServer::Impl {
   internal::IdleSessions idle;
   // Open sessions. Declared before the contexts, whose destruction destroys the last sessions.
   std::atomic<size_t> open{0};
-  std::vector<std::unique_ptr<net::io_context>> contexts;
+  std::vector<std::unique_ptr<asio::io_context>> contexts;
   // The listener has a context and a thread of its own, so that accepting never waits behind
   // connection traffic; each connection goes to the next I/O context in turn.
-  net::io_context acceptor_context;
+  asio::io_context acceptor_context;
   internal::TcpListener listener;
   size_t next_context = 0;
   std::vector<std::thread> threads;
@@ -288,7 +288,7 @@ absl::Status BeastServer::Start() {
   for (auto& context : impl_->contexts) {
     // Keeps the context running while it has no connection yet.
     impl_->threads.emplace_back([context = context.get()] {
-      auto work = net::make_work_guard(*context);
+      auto work = asio::make_work_guard(*context);
       context->run();
     });
   }
@@ -297,7 +297,7 @@ absl::Status BeastServer::Start() {
 
 void BeastServer::Stop() {
   if (impl_->threads.empty()) return;
-  net::post(impl_->acceptor_context, [this] { impl_->listener.Close(); });
+  asio::post(impl_->acceptor_context, [this] { impl_->listener.Close(); });
   impl_->acceptor_context.stop();
   for (auto& context : impl_->contexts) context->stop();
   for (std::thread& t : impl_->threads) t.join();
@@ -314,4 +314,4 @@ ListenerStats BeastServer::listener_stats() const { return impl_->listener.Stats
 
 size_t BeastServer::open_connections() const { return impl_->open.load(); }
 
-}  // namespace sluice::http
+}  // namespace sluice::net

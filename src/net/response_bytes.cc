@@ -1,10 +1,10 @@
-#include "src/http/response_bytes.h"
+#include "src/net/response_bytes.h"
 
 #include <array>
 #include <charconv>
 #include <string_view>
 
-namespace sluice::http::internal {
+namespace sluice::net::internal {
 
 void WriteResponseBytes(
     const boost::beast::http::response<boost::beast::http::string_body>& response,
@@ -36,4 +36,4 @@ void WriteResponseBytes(
   out += response.body();
 }
 
-}  // namespace sluice::http::internal
+}  // namespace sluice::net::internal

@@ -1,4 +1,4 @@
-#include "src/http/tcp_listener.h"
+#include "src/net/tcp_listener.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -8,11 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
-namespace sluice::http::internal {
+namespace sluice::net::internal {
 namespace {
 
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
 
 // Errors after which the listening socket will never accept again: it was closed, shut down
 // (Linux wakes a pending accept with EINVAL) or is not a socket. Every other error concerns one
@@ -25,7 +25,7 @@ bool IsFatal(const boost::system::error_code& ec) {
 
 }  // namespace
 
-TcpListener::TcpListener(net::io_context& context, TcpListenerOptions options, NextContext next,
+TcpListener::TcpListener(asio::io_context& context, TcpListenerOptions options, NextContext next,
                          OnAccept on_accept, OpenConnections open_connections)
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
@@ -52,16 +52,16 @@ void TcpListener::Log(std::string_view line) {
 
 absl::Status TcpListener::Listen() {
   boost::system::error_code ec;
-  const net::ip::address address = net::ip::make_address(options_.address, ec);
+  const asio::ip::address address = asio::ip::make_address(options_.address, ec);
   if (ec) {
     return absl::InvalidArgumentError(
         absl::StrCat(options_.name, ": invalid listen address '", options_.address, "'"));
   }
   const tcp::endpoint endpoint(address, options_.port);
   acceptor_.open(endpoint.protocol(), ec);
-  if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(endpoint, ec);
-  if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     return absl::UnavailableError(absl::StrCat(options_.name, ": cannot listen on ",
                                                options_.address, ":", options_.port, ": ",
@@ -88,7 +88,7 @@ void TcpListener::Accept() {
 }
 
 void TcpListener::OnAccepted(const boost::system::error_code& ec, Socket socket) {
-  if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+  if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
   if (IsFatal(ec)) {
     fatal_errno_.store(ec.value());
     listening_.store(false);
@@ -175,4 +175,4 @@ ListenerStats TcpListener::Stats() const {
           .accept_failures = accept_failures_.load()};
 }
 
-}  // namespace sluice::http::internal
+}  // namespace sluice::net::internal

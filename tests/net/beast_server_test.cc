@@ -1,7 +1,7 @@
 // BeastServer: what the handler sees (method, target, headers, body, peer), answers from another
 // thread, keep-alive and the HTTP version, the size limits (431, 413), the connection cap, the log
 // callback, and a listening socket that fails. Loopback only; real time only as a watchdog.
-#include "sluice/http/beast_server.h"
+#include "sluice/net/beast_server.h"
 
 #include <atomic>
 #include <chrono>
@@ -22,7 +22,7 @@
 #include "tests/testing/http_client.h"
 #include "tests/testing/idle_connections.h"
 
-namespace sluice::http {
+namespace sluice::net {
 namespace {
 
 namespace bhttp = boost::beast::http;
@@ -330,4 +330,4 @@ TEST_F(BeastServerTest, ListenerHealthNoticesADeadListener) {
 }
 
 }  // namespace
-}  // namespace sluice::http
+}  // namespace sluice::net
