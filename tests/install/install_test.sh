@@ -2,6 +2,7 @@
 # What a consumer of sluice does, against the tree already built (ctest label "install"):
 #
 #   install_test.sh prefix            cmake --install into a scratch prefix; the files are there
+#   install_test.sh dev_component     cmake --install --component dev: the library only
 #   install_test.sh find_package      examples/consumer against that prefix: find_package(sluice),
 #                                     the library and (SLUICE_WITH_HTTP=ON) the middleware example
 #   install_test.sh pkg_config        README's library example built with pkg-config sluice
@@ -71,6 +72,20 @@ prefix)
   fi
   grep -qx "prefix=$prefix" "$prefix/$libdir/pkgconfig/sluice.pc" || fail "sluice.pc prefix"
   echo "installed $(find "$prefix" -type f | wc -l) files into $prefix"
+  ;;
+
+dev_component)
+  # `cmake --install --component dev`: the library alone (headers, static libraries, the CMake
+  # package, sluice.pc), none of sluiced's files.
+  dev_prefix=$work/dev_prefix
+  rm -rf "$dev_prefix"
+  "$cmake" --install "$build" --prefix "$dev_prefix" --component dev >"$work/install_dev.log" 2>&1 ||
+    { cat "$work/install_dev.log"; fail "cmake --install --component dev"; }
+  [ -f "$dev_prefix/include/sluice/memory_store.h" ] || fail "--component dev: no headers"
+  [ -n "$(find "$dev_prefix" -name sluiceConfig.cmake)" ] || fail "--component dev: no CMake package"
+  extra=$(cd "$dev_prefix" && find . -type f | grep -Ev '^\./(include/sluice/|lib[^/]*/(lib[a-z0-9_]+\.a|cmake/sluice/|pkgconfig/sluice\.pc)|share/doc/libsluice-dev/)' || true)
+  [ -z "$extra" ] || fail "--component dev installed more than the library: $extra"
+  echo "--component dev: $(find "$dev_prefix" -type f | wc -l) files, no sluiced, unit or /etc file"
   ;;
 
 find_package)
@@ -153,6 +168,15 @@ deb)
     grep -q -- "$f\$" <<<"$dev_contents" || fail "$dev has no $f"
   done
   echo "$(basename "$server"): $(grep -c . <<<"$contents") entries; $(basename "$dev"): $(grep -c . <<<"$dev_contents")"
+  # A memory-only user is not made to install Boost, hiredis or cpp-httplib: the -dev package
+  # depends on Abseil alone and only recommends the other components' packages.
+  depends=$(dpkg-deb -f "$dev" Depends)
+  recommends=$(dpkg-deb -f "$dev" Recommends)
+  [ "$depends" = libabsl-dev ] || fail "$dev Depends: '$depends', expected 'libabsl-dev'"
+  for p in libboost1.81-dev libhiredis-dev libyaml-cpp-dev; do
+    grep -qw -- "$p" <<<"$recommends" || fail "$dev Recommends: '$recommends' lacks $p"
+  done
+  echo "$(basename "$dev"): Depends: $depends; Recommends: $recommends"
 
   # The packaged binary accepts the packaged config (from the extracted tree; no root needed).
   tree=$out/tree
