@@ -24,6 +24,7 @@
 #include "sluice/http/client_ip.h"
 #include "sluice/http/middleware.h"
 #include "sluice/http/middleware_config.h"
+#include "sluice/http/prometheus.h"
 #include "sluice/http/request.h"
 #include "sluice/memory_store.h"
 #include "sluice/status_macros.h"
@@ -151,6 +152,15 @@ void HttplibExample(const std::unique_ptr<Middleware>& middleware) {
   });
   // [include/sluice/http/httplib.h]
 }
+
+void PrometheusExample(httplib::Server& server, const std::unique_ptr<Middleware>& middleware) {
+  // [include/sluice/http/prometheus.h]
+  server.Get("/metrics", [&middleware](const httplib::Request&, httplib::Response& res) {
+    res.set_content(sluice::http::PrometheusText(middleware->Stats()),
+                    sluice::http::kPrometheusContentType);
+  });
+  // [include/sluice/http/prometheus.h]
+}
 #endif
 
 // What an application does with a verdict: pass the request on, or send the rejection.
@@ -196,6 +206,7 @@ absl::StatusOr<std::shared_ptr<const MiddlewareConfig>> MiddlewareConfigYamlExam
 }
 
 Verdict RequestExample(Middleware& middleware) {
+  // clang-format off
   // [include/sluice/http/request.h]
   std::vector<HeaderField> fields = {{"Authorization", "Bearer alice:premium"}};
   RequestView view{.method = "GET", .path = "/api/orders/42", .headers = fields,
@@ -203,6 +214,7 @@ Verdict RequestExample(Middleware& middleware) {
   Verdict verdict = middleware.Decide(view);
   if (!verdict.passed()) { /* send verdict.status, verdict.headers, verdict.body */ }
   // [include/sluice/http/request.h]
+  // clang-format on
   return verdict;
 }
 
