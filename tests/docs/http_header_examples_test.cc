@@ -143,14 +143,22 @@ absl::StatusOr<std::optional<IpAddress>> ClientIpExample(const RequestView& view
 }
 
 #if defined(SLUICE_TEST_HTTPLIB)
-void HttplibExample(const std::unique_ptr<Middleware>& middleware) {
+void GetOrder(const httplib::Request&, httplib::Response& res) {
+  res.set_content("{}", "application/json");
+}
+
+absl::Status HttplibExample(const std::unique_ptr<Middleware>& middleware) {
   // [include/sluice/http/httplib.h]
   httplib::Server server;
   sluice::http::InstallRateLimit(server, *middleware);
   server.Get("/api/items", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("[]", "application/json");
   });
+  auto get_order = sluice::http::Limited(*middleware, "orders-read", GetOrder);
+  if (!get_order.ok()) return get_order.status();  // NotFound: no policy of that name
+  server.Get("/api/orders/(\\d+)", *std::move(get_order));
   // [include/sluice/http/httplib.h]
+  return absl::OkStatus();
 }
 
 void PrometheusExample(httplib::Server& server, const std::unique_ptr<Middleware>& middleware) {
