@@ -5,6 +5,7 @@
 #   install_test.sh dev_component     cmake --install --component dev: the library only
 #   install_test.sh find_package      examples/consumer against that prefix: find_package(sluice),
 #                                     the library and (SLUICE_WITH_HTTP=ON) the middleware example
+#                                     and docs/middleware.md's quick starts (run up to listen)
 #   install_test.sh pkg_config        README's library example built with pkg-config sluice
 #   install_test.sh add_subdirectory  examples/consumer with sluice vendored, everything optional off
 #   install_test.sh deb               the Debian packages: contents, --validate, unit, lintian
@@ -90,11 +91,27 @@ dev_component)
 
 find_package)
   if [ "${SLUICE_WITH_HTTP:-ON}" = ON ]; then middleware=ON; else middleware=OFF; fi
+  # docs/middleware.md's quick starts need the Redis store, and one of them cpp-httplib.
+  beast=OFF httplib=OFF
+  if [ $middleware = ON ] && [ "${SLUICE_WITH_REDIS:-ON}" = ON ]; then
+    beast=ON
+    httplib=${SLUICE_WITH_HTTPLIB:-ON}
+  fi
   configure_and_build "$work/find_package" -DCMAKE_PREFIX_PATH="$prefix" \
-    -DWITH_MIDDLEWARE=$middleware
+    -DWITH_MIDDLEWARE=$middleware -DWITH_QUICKSTART_BEAST=$beast \
+    -DWITH_QUICKSTART_HTTPLIB=$httplib
   expect_output "20 of 21 allowed" "$work/find_package/library_example"
   if [ $middleware = ON ]; then
     expect_output "third request: 429" "$work/find_package/middleware_example"
+  fi
+  # The quick starts, up to listen(): their rules load and their wiring (policy names) holds.
+  if [ $beast = ON ]; then
+    expect_output "beast quick start: wired" \
+      env QUICKSTART_WIRE_ONLY=1 "$work/find_package/quickstart_beast"
+  fi
+  if [ $httplib = ON ]; then
+    expect_output "httplib quick start: wired" \
+      env QUICKSTART_WIRE_ONLY=1 "$work/find_package/quickstart_httplib"
   fi
   # The version file: this major.minor is found, another is not.
   version=$(sed -n 's/^#define SLUICE_VERSION_STRING "\(.*\)"$/\1/p' "$prefix/include/sluice/version.h")
