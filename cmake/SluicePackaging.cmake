@@ -2,7 +2,8 @@
 # cmake/SluiceInstall.cmake (so `cmake --install`, the install tests and the packages agree):
 #   sluiced        the binary, /etc/sluice/config/example.yaml, /etc/default/sluiced and a hardened
 #                  systemd unit (packaging/);
-#   libsluice-dev  headers, static libraries, the CMake package and sluice.pc.
+#   libsluice-dev  headers, static libraries, the CMake package and sluice.pc (component dev: the
+#                  library only; it depends on Abseil and recommends the other components' packages).
 # CPack rather than debian/ + dpkg-buildpackage: it packages the tree already built (seconds, not a
 # second full build in a clean tree), and the file layout is written once, in the install rules.
 # Configure with -DCMAKE_INSTALL_PREFIX=/usr (`make deb` does) for Debian's multiarch library dir.
@@ -54,24 +55,31 @@ It reloads its rules when they change and on SIGHUP.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libsluice-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+# Depends: what every use of the package needs, the memory-only library (sluice::memory, sluice.pc):
+# Abseil. Recommends: the development packages of the other components (Redis store, failure
+# policy, middleware and its adapters, config). find_package(sluice COMPONENTS memory) looks for
+# none of them, so a memory-only user installs with --no-install-recommends and gets Abseil alone;
+# apt installs recommended packages by default, so everyone else gets them all.
 set(sluice_dev_depends libabsl-dev)
+set(sluice_dev_recommends)
 if(SLUICE_BUILD_REDIS OR SLUICE_BUILD_HTTP)
-  list(APPEND sluice_dev_depends libboost1.81-dev libssl-dev)
+  list(APPEND sluice_dev_recommends libboost1.81-dev libssl-dev)
 endif()
 if(SLUICE_BUILD_REDIS)
-  list(APPEND sluice_dev_depends libboost-url1.81-dev libhiredis-dev libspdlog-dev pkg-config)
+  list(APPEND sluice_dev_recommends libboost-url1.81-dev libhiredis-dev libspdlog-dev pkg-config)
 endif()
 if(SLUICE_BUILD_HTTP)
-  list(APPEND sluice_dev_depends libboost-json1.81-dev libyaml-cpp-dev)
+  list(APPEND sluice_dev_recommends libboost-json1.81-dev libyaml-cpp-dev)
 endif()
 if(SLUICE_BUILD_SERVER)
-  list(APPEND sluice_dev_depends libyaml-cpp-dev)
+  list(APPEND sluice_dev_recommends libyaml-cpp-dev)
 endif()
 if(TARGET sluice_http_httplib)
-  list(APPEND sluice_dev_depends libcpp-httplib-dev)
+  list(APPEND sluice_dev_recommends libcpp-httplib-dev pkg-config)
 endif()
-list(REMOVE_DUPLICATES sluice_dev_depends)
+list(REMOVE_DUPLICATES sluice_dev_recommends)
 list(JOIN sluice_dev_depends ", " CPACK_DEBIAN_DEV_PACKAGE_DEPENDS)
+list(JOIN sluice_dev_recommends ", " CPACK_DEBIAN_DEV_PACKAGE_RECOMMENDS)
 set(CPACK_COMPONENT_DEV_DESCRIPTION "distributed rate limiting for C++20 (development files)
 sluice: five rate limit algorithms, an embedded memory store, a Redis
 store (one atomic Lua script per decision) and HTTP middleware for

@@ -8,6 +8,7 @@
 #include "sluice/version.h"
 
 int main() {
+  // clang-format off
   // [library example]
   absl::StatusOr<std::unique_ptr<sluice::MemoryStore>> store = sluice::MemoryStore::Create({});
   if (!store.ok()) return 1;
@@ -18,6 +19,7 @@ int main() {
     // 429, Retry-After: ceil(d->retry_after)
   }
   // [library example]
+  // clang-format on
 
   // A burst of 20 passes at once, the 21st request is denied.
   int allowed = d.ok() && d->allowed ? 1 : 0;

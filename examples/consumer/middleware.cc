@@ -20,7 +20,7 @@ routes:
     path: /api/orders/{id}
     tiers:
       "*":
-        - {name: orders, limit: 2, period: 1m}
+        - {name: orders, limit: 2, period: 1m, algorithm: gcra}
 )";
   absl::StatusOr<std::shared_ptr<const sluice::http::MiddlewareConfig>> config =
       sluice::http::ParseMiddlewareConfig(kRules, "rules.yaml");

@@ -34,8 +34,19 @@ bool CompiledRoute::Matches(const RequestView& request) const {
 }
 
 const CompiledRoute* CompiledRules::Match(const RequestView& request) const {
+  if (!request.policy.empty()) {
+    const CompiledRoute* policy = FindPolicy(request.policy);
+    return policy != nullptr ? policy : &*unknown_policy;
+  }
   for (const CompiledRoute& route : routes) {
     if (route.Matches(request)) return &route;
+  }
+  return nullptr;
+}
+
+const CompiledRoute* CompiledRules::FindPolicy(std::string_view name) const {
+  for (const CompiledRoute& policy : policies) {
+    if (policy.name == name) return &policy;
   }
   return nullptr;
 }

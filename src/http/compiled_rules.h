@@ -75,14 +75,27 @@ struct CompiledRoute {
 
 struct CompiledRules {
   std::vector<CompiledRoute> routes;
+  // The policies attached to handlers by name (MiddlewareSpec::policies): their own limits only,
+  // without the global rule's; never matched by path (their `path` is unused).
+  std::vector<CompiledRoute> policies;
+  // What a request naming a policy the config does not define gets: no limit. Always set by
+  // MiddlewareConfig::Create().
+  std::optional<CompiledRoute> unknown_policy;
   // Limits for requests that no route matches: the global rule's alone.
   TierTable global_only;
   ClientIpOptions client_ip;
 
   // CompiledRules::Match()
   //
-  // Returns the first route matching `request`, or nullptr.
+  // Returns, for a request naming a policy (RequestView::policy), that policy, or
+  // `*unknown_policy` when there is none of that name; otherwise the first route matching
+  // `request`, or nullptr.
   const CompiledRoute* Match(const RequestView& request) const;
+
+  // CompiledRules::FindPolicy()
+  //
+  // Returns the policy named `name`, or nullptr.
+  const CompiledRoute* FindPolicy(std::string_view name) const;
 };
 
 // BuildCounterKey()

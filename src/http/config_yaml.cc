@@ -193,8 +193,10 @@ class Reader {
     return out;
   }
 
-  absl::StatusOr<RuleSpec> Rule(const YAML::Node& node, const std::string& field,
-                                bool global) const {
+  // `global` for the global rule and for the policies attached by name (no path, prefix or
+  // methods); a policy's name is required, as a route's is.
+  absl::StatusOr<RuleSpec> Rule(const YAML::Node& node, const std::string& field, bool global,
+                                bool name_required = false) const {
     if (global) {
       SLUICE_RETURN_IF_ERROR(CheckMap(node, field, {"name", "cost", "limits", "tiers"}));
     } else {
@@ -204,7 +206,7 @@ class Reader {
     RuleSpec rule{.location = Location(node)};
     if (node["name"]) {
       SLUICE_ASSIGN_OR_RETURN(rule.name, String(node["name"], field + ".name"));
-    } else if (!global) {
+    } else if (!global || name_required) {
       return Error(node, field + ".name", "is required");
     }
     if (node["method"] && node["methods"]) {
@@ -373,9 +375,9 @@ class Reader {
   absl::StatusOr<MiddlewareSpec> Spec(const YAML::Node& root) const {
     MiddlewareSpec spec{.source = file_.Name()};
     if (root.IsNull()) return Error(root, "", "the file is empty");
-    SLUICE_RETURN_IF_ERROR(CheckMap(
-        root, "",
-        {"area", "dry_run", "head_matches_get", "identity", "response", "global", "routes"}));
+    SLUICE_RETURN_IF_ERROR(CheckMap(root, "",
+                                    {"area", "dry_run", "head_matches_get", "identity", "response",
+                                     "global", "routes", "policies"}));
     if (root["area"]) {
       SLUICE_ASSIGN_OR_RETURN(spec.area, String(root["area"], "area"));
     }
@@ -398,6 +400,19 @@ class Reader {
         SLUICE_ASSIGN_OR_RETURN(RuleSpec rule,
                                 Rule(routes[i], absl::StrCat("routes[", i, "]"), /*global=*/false));
         spec.routes.push_back(std::move(rule));
+      }
+    }
+    if (root["policies"]) {
+      const YAML::Node policies = root["policies"];
+      if (!policies.IsSequence()) {
+        return Error(policies, "policies",
+                     "must be a list of policies (name, cost, limits or tiers)");
+      }
+      for (size_t i = 0; i < policies.size(); ++i) {
+        SLUICE_ASSIGN_OR_RETURN(RuleSpec policy,
+                                Rule(policies[i], absl::StrCat("policies[", i, "]"),
+                                     /*global=*/true, /*name_required=*/true));
+        spec.policies.push_back(std::move(policy));
       }
     }
     return spec;

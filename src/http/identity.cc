@@ -67,14 +67,19 @@ std::string AddressIdentity(const IdentitySpec& spec, const ClientIpOptions& cli
 
 ResolvedIdentity ResolveIdentity(const IdentitySpec& spec, const ClientIpOptions& client_ip,
                                  const MiddlewareOptions& options, const RequestView& request) {
-  if (options.authenticate) {
-    std::optional<Principal> principal = options.authenticate(request);
-    if (principal && !principal->id.empty()) {
-      return {.kind = IdentityKind::kUser,
-              .key = absl::StrCat("user:", principal->id),
-              .tier = principal->tier.empty() ? spec.authenticated_tier : principal->tier,
-              .address_key = {}};
-    }
+  // An identity the application verified already (RequestView::principal) stands in for the
+  // authentication callback: asking it again would verify the same credentials twice.
+  std::optional<Principal> authenticated;
+  const Principal* principal = request.principal;
+  if (principal == nullptr && options.authenticate) {
+    authenticated = options.authenticate(request);
+    if (authenticated) principal = &*authenticated;
+  }
+  if (principal != nullptr && !principal->id.empty()) {
+    return {.kind = IdentityKind::kUser,
+            .key = absl::StrCat("user:", principal->id),
+            .tier = principal->tier.empty() ? spec.authenticated_tier : principal->tier,
+            .address_key = {}};
   }
   // An API key is an identity only if someone vouches for it: the verifier, or the operator who
   // set api_key_unverified. Otherwise a client would pick a fresh bucket by sending a fresh key.

@@ -56,15 +56,18 @@ CompiledPolicy CompilePolicy(const std::string& area, std::string_view route_key
   return out;
 }
 
-// Builds the limits of one tier on one route (`route` may be null: global only).
+// Builds the limits of one tier on one route (`route` may be null: global only). With
+// `with_global` false (a policy attached by name) the global rule's limits are left out, but
+// their names are still checked against the route's: a request meets both, through two calls.
 absl::StatusOr<std::optional<CompiledTier>> MergeTier(const MiddlewareSpec& spec,
                                                       const RuleSpec* route,
                                                       std::string_view route_key,
-                                                      std::string_view tier,
-                                                      std::string_view field) {
+                                                      std::string_view tier, std::string_view field,
+                                                      bool with_global = true) {
   const TierSpec* global_tier = FindTierSpec(spec.global ? &*spec.global : nullptr, tier);
   const TierSpec* route_tier = FindTierSpec(route, tier);
   if (global_tier == nullptr && route_tier == nullptr) return std::nullopt;
+  if (!with_global && route_tier == nullptr) return std::nullopt;
   CompiledTier out;
   std::vector<internal::PolicyState> states;
   auto add = [&](const RuleSpec& rule, const TierSpec& t, std::string_view key,
@@ -88,6 +91,9 @@ absl::StatusOr<std::optional<CompiledTier>> MergeTier(const MiddlewareSpec& spec
     SLUICE_RETURN_IF_ERROR(add(*spec.global, *global_tier, internal::kGlobalRouteKey, true));
   }
   if (route_tier != nullptr) SLUICE_RETURN_IF_ERROR(add(*route, *route_tier, route_key, false));
+  if (!with_global) {
+    std::erase_if(out.policies, [](const CompiledPolicy& p) { return p.global; });
+  }
   for (const CompiledPolicy& p : out.policies) {
     states.push_back({.name = p.name, .quota = p.quota, .window_seconds = p.window.window_seconds});
   }
@@ -96,9 +102,10 @@ absl::StatusOr<std::optional<CompiledTier>> MergeTier(const MiddlewareSpec& spec
 }
 
 absl::StatusOr<TierTable> CompileTiers(const MiddlewareSpec& spec, const RuleSpec* route,
-                                       std::string_view route_key, std::string_view field) {
+                                       std::string_view route_key, std::string_view field,
+                                       bool with_global = true) {
   std::vector<std::string> names;
-  for (const RuleSpec* rule : {spec.global ? &*spec.global : nullptr, route}) {
+  for (const RuleSpec* rule : {spec.global && with_global ? &*spec.global : nullptr, route}) {
     if (rule == nullptr) continue;
     for (const TierSpec& t : rule->tiers) {
       if (t.tier != internal::kOtherTiers &&
@@ -110,11 +117,11 @@ absl::StatusOr<TierTable> CompileTiers(const MiddlewareSpec& spec, const RuleSpe
   TierTable table;
   for (const std::string& name : names) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<CompiledTier> tier,
-                            MergeTier(spec, route, route_key, name, field));
+                            MergeTier(spec, route, route_key, name, field, with_global));
     if (tier) table.named.emplace_back(name, *std::move(tier));
   }
-  SLUICE_ASSIGN_OR_RETURN(table.other,
-                          MergeTier(spec, route, route_key, internal::kOtherTiers, field));
+  SLUICE_ASSIGN_OR_RETURN(
+      table.other, MergeTier(spec, route, route_key, internal::kOtherTiers, field, with_global));
   return table;
 }
 
@@ -179,6 +186,21 @@ absl::StatusOr<std::unique_ptr<const CompiledRules>> Compile(const MiddlewareSpe
                                           .path = *std::move(path),
                                           .tiers = std::move(tiers)});
   }
+  // Policies attached by name: never matched by path, so their template is a placeholder; the
+  // route component of their keys is "@<name>" ('@' never starts a path template).
+  absl::StatusOr<internal::RouteTemplate> placeholder =
+      internal::RouteTemplate::Parse("/", PathMatch::kTemplate);
+  if (!placeholder.ok()) return placeholder.status();
+  for (size_t i = 0; i < spec.policies.size(); ++i) {
+    const RuleSpec& policy = spec.policies[i];
+    SLUICE_ASSIGN_OR_RETURN(TierTable tiers,
+                            CompileTiers(spec, &policy, absl::StrCat("@", AbslView(policy.name)),
+                                         absl::StrCat("policies[", i, "]"), /*with_global=*/false));
+    rules->policies.push_back(CompiledRoute{
+        .name = policy.name, .methods = {}, .path = *placeholder, .tiers = std::move(tiers)});
+  }
+  rules->unknown_policy.emplace(
+      CompiledRoute{.name = "", .methods = {}, .path = *placeholder, .tiers = {}});
   SLUICE_ASSIGN_OR_RETURN(rules->global_only, CompileTiers(spec, nullptr, "", "global"));
   rules->client_ip.header = spec.identity.forwarded_header;
   for (const std::string& cidr : spec.identity.trusted_proxies) {
@@ -231,8 +253,15 @@ std::string MiddlewareConfig::Describe() const {
                                AbslView(route.path.Canonical())),
                   route.tiers, out);
   }
+  for (const CompiledRoute& policy : compiled_->policies) {
+    DescribeTable(absl::StrCat("policy ", AbslView(policy.name)), policy.tiers, out);
+  }
   DescribeTable("unmatched requests", compiled_->global_only, out);
   return out;
+}
+
+bool MiddlewareConfig::HasPolicy(std::string_view name) const {
+  return compiled_->FindPolicy(name) != nullptr;
 }
 
 }  // namespace sluice::http

@@ -189,6 +189,35 @@ absl::Status NormalizeAndValidate(MiddlewareSpec& spec) {
       }
     }
   }
+  // Policies attached by name: a name, a cost and tiers, like the global rule; the name is what
+  // code refers to, so it is required and unique among routes and policies.
+  for (size_t i = 0; i < spec.policies.size(); ++i) {
+    RuleSpec& policy = spec.policies[i];
+    const std::string field = absl::StrCat("policies[", i, "]");
+    if (policy.name.empty()) return SpecError(policy.location, field + ".name", "is required");
+    if (!policy.path.empty() || !policy.methods.empty()) {
+      return SpecError(policy.location, field,
+                       "a policy is attached to handlers by name and takes no path, prefix or "
+                       "methods");
+    }
+    SLUICE_RETURN_IF_ERROR(ValidateRule(policy, field, /*global=*/true));
+    if (spec.global && policy.name == spec.global->name) {
+      return SpecError(policy.location, field + ".name",
+                       absl::StrCat("'", policy.name, "' is the global rule's name"));
+    }
+    for (size_t j = 0; j < spec.routes.size(); ++j) {
+      if (spec.routes[j].name == policy.name) {
+        return SpecError(policy.location, field + ".name",
+                         absl::StrCat("'", policy.name, "' is the name of routes[", j, "] too"));
+      }
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (spec.policies[j].name == policy.name) {
+        return SpecError(policy.location, field + ".name",
+                         absl::StrCat("'", policy.name, "' is the name of policies[", j, "] too"));
+      }
+    }
+  }
   const IdentitySpec& id = spec.identity;
   for (auto [tier, field] :
        {std::pair<const std::string*, const char*>{&id.api_key_tier, "identity.api_key_tier"},

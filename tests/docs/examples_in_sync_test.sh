@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The examples in the public headers' comments and in README.md are the compiled ones:
+# The examples in the public headers' comments, README.md and docs/*.md are the compiled ones:
 #   - each header's `Example` comment blocks, joined, equal the lines between its
 #     `// [include/sluice/...]` markers in tests/docs/*_test.cc;
-#   - each README block announced by `<!-- compiled: FILE [MARK] -->` equals the lines between
-#     `// [MARK]` markers in FILE (examples/consumer/, built by the install tests).
+#   - each block of README.md or docs/*.md announced by `<!-- compiled: FILE [MARK] -->` equals
+#     the lines between `// [MARK]` (or, in CMake files, `# [MARK]`) marker lines in FILE
+#     (examples/consumer/, built by the install tests), all such stretches of FILE joined.
 # Leading whitespace is ignored on both sides. Usage: examples_in_sync_test.sh SOURCE_DIR
 set -euo pipefail
 src=${1:?source dir}
@@ -16,10 +17,11 @@ header_examples() {
        inside && /^\/\/   / { sub(/^\/\/ +/, ""); print; next }
        { inside = 0 }' "$1"
 }
-# marked FILE MARK: the lines between "// [MARK]" marker lines, without leading whitespace.
+# marked FILE MARK: the lines between "// [MARK]" (or "# [MARK]") marker lines, without leading
+# whitespace.
 marked() {
-  awk -v mark="// [$2]" '{ line = $0; sub(/^[ \t]+/, "", line) }
-       line == mark { inside = !inside; next }
+  awk -v mark="// [$2]" -v hash_mark="# [$2]" '{ line = $0; sub(/^[ \t]+/, "", line) }
+       line == mark || line == hash_mark { inside = !inside; next }
        inside { print line }' "$1"
 }
 compare() {  # compare WHAT EXPECTED ACTUAL
@@ -42,14 +44,29 @@ for header in include/sluice/*.h include/sluice/http/*.h; do
   compare "$header (header comment vs tests/docs)" "$expected" "$actual"
 done
 
-while IFS= read -r line; do
-  file=$(sed -E 's/.*compiled: ([^ ]+) \[(.*)\].*/\1/' <<<"$line")
-  mark=$(sed -E 's/.*compiled: ([^ ]+) \[(.*)\].*/\2/' <<<"$line")
-  expected=$(awk -v l="$line" 'found && /^```/ { if (inside) exit; inside = 1; next }
-                               found && inside { sub(/^[ \t]+/, ""); print }
-                               $0 == l { found = 1 }' README.md)
-  compare "README.md [$mark] vs $file" "$expected" "$(marked "$file" "$mark")"
-done < <(grep -E '^<!-- compiled: ' README.md || true)
+compiled_blocks=0
+for doc in README.md docs/*.md; do
+  while IFS= read -r line; do
+    file=$(sed -E 's/.*compiled: ([^ ]+) \[(.*)\].*/\1/' <<<"$line")
+    mark=$(sed -E 's/.*compiled: ([^ ]+) \[(.*)\].*/\2/' <<<"$line")
+    expected=$(awk -v l="$line" 'found && /^```/ { if (inside) exit; inside = 1; next }
+                                 found && inside { sub(/^[ \t]+/, ""); print }
+                                 $0 == l { found = 1 }' "$doc")
+    if [ ! -f "$file" ]; then
+      echo "MISSING: $doc names $file, which does not exist"
+      status=1
+      continue
+    fi
+    actual=$(marked "$file" "$mark")
+    if [ -z "$actual" ]; then
+      echo "NOT COMPILED: $doc [$mark]: no '// [$mark]' or '# [$mark]' markers in $file"
+      status=1
+      continue
+    fi
+    compare "$doc [$mark] vs $file" "$expected" "$actual"
+    compiled_blocks=$((compiled_blocks + 1))
+  done < <(grep -E '^<!-- compiled: ' "$doc" || true)
+done
 
-[ $status -eq 0 ] && echo "header and README examples match the compiled code"
+[ $status -eq 0 ] && echo "header examples and $compiled_blocks compiled doc blocks match the code"
 exit $status

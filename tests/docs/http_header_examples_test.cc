@@ -24,6 +24,7 @@
 #include "sluice/http/client_ip.h"
 #include "sluice/http/middleware.h"
 #include "sluice/http/middleware_config.h"
+#include "sluice/http/prometheus.h"
 #include "sluice/http/request.h"
 #include "sluice/memory_store.h"
 #include "sluice/status_macros.h"
@@ -145,14 +146,31 @@ absl::StatusOr<std::optional<IpAddress>> ClientIpExample(const RequestView& view
 }
 
 #if defined(SLUICE_TEST_HTTPLIB)
-void HttplibExample(const std::unique_ptr<Middleware>& middleware) {
+void GetOrder(const httplib::Request&, httplib::Response& res) {
+  res.set_content("{}", "application/json");
+}
+
+absl::Status HttplibExample(const std::unique_ptr<Middleware>& middleware) {
   // [include/sluice/http/httplib.h]
   httplib::Server server;
   sluice::http::InstallRateLimit(server, *middleware);
   server.Get("/api/items", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("[]", "application/json");
   });
+  auto get_order = sluice::http::Limited(*middleware, "orders-read", GetOrder);
+  if (!get_order.ok()) return get_order.status();  // NotFound: no policy of that name
+  server.Get("/api/orders/(\\d+)", *std::move(get_order));
   // [include/sluice/http/httplib.h]
+  return absl::OkStatus();
+}
+
+void PrometheusExample(httplib::Server& server, const std::unique_ptr<Middleware>& middleware) {
+  // [include/sluice/http/prometheus.h]
+  server.Get("/metrics", [&middleware](const httplib::Request&, httplib::Response& res) {
+    res.set_content(sluice::http::PrometheusText(middleware->Stats()),
+                    sluice::http::kPrometheusContentType);
+  });
+  // [include/sluice/http/prometheus.h]
 }
 #endif
 
@@ -199,6 +217,7 @@ absl::StatusOr<std::shared_ptr<const MiddlewareConfig>> MiddlewareConfigYamlExam
 }
 
 Verdict RequestExample(Middleware& middleware) {
+  // clang-format off
   // [include/sluice/http/request.h]
   std::vector<HeaderField> fields = {{"Authorization", "Bearer alice:premium"}};
   RequestView view{.method = "GET", .path = "/api/orders/42", .headers = fields,
@@ -206,6 +225,7 @@ Verdict RequestExample(Middleware& middleware) {
   Verdict verdict = middleware.Decide(view);
   if (!verdict.passed()) { /* send verdict.status, verdict.headers, verdict.body */ }
   // [include/sluice/http/request.h]
+  // clang-format on
   return verdict;
 }
 

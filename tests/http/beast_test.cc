@@ -108,6 +108,51 @@ TEST(BeastAdapter, DeliversVerdictsOnTheExecutorAndBuildsResponses) {
   EXPECT_THAT(rejection.body(), ::testing::HasSubstr("violated-policies"));
 }
 
+// Verifies BeastCheckOptions: a policy named for the handler decides the request alone (not the
+// route rule its path matches), and a principal the application verified is its identity, with
+// the authenticate callback not called.
+TEST(BeastAdapter, DecidesByANamedPolicyAndAVerifiedPrincipal) {
+  std::unique_ptr<MemoryStore> store = MemoryStore::Create({}).value();
+  int authenticate_calls = 0;
+  std::unique_ptr<Middleware> middleware =
+      Middleware::Create({.store = store.get(),
+                          .config = Rules(R"(
+routes:
+  - name: orders
+    path: /api/orders/{id}
+    limits: [{name: burst, limit: 1, period: 1m}]
+policies:
+  - name: orders-read
+    limits: [{name: reads, limit: 2, period: 1m, algorithm: gcra}]
+)"),
+                          .authenticate =
+                              [&](const RequestView&) {
+                                ++authenticate_calls;
+                                return std::optional<Principal>();
+                              }})
+          .value();
+  net::io_context ioc;
+  std::vector<Verdict> verdicts;
+  const Principal alice{.id = "alice", .tier = ""};
+  const Principal bob{.id = "bob", .tier = ""};
+  net::post(ioc, [&] {
+    for (const Principal* who : {&alice, &alice, &alice, &bob}) {
+      CheckBeastRequest(
+          *middleware, ioc.get_executor(), OrderRequest(), kPeer,
+          [&](Verdict v) { verdicts.push_back(std::move(v)); },
+          BeastCheckOptions{.policy = "orders-read", .principal = who});
+    }
+  });
+  ioc.run();
+  ASSERT_EQ(verdicts.size(), 4u);
+  EXPECT_TRUE(verdicts[0].passed());
+  EXPECT_EQ(*verdicts[0].FindHeader("RateLimit-Policy"), R"("reads";q=2;w=60)");
+  EXPECT_TRUE(verdicts[1].passed());
+  EXPECT_FALSE(verdicts[2].passed());
+  EXPECT_TRUE(verdicts[3].passed());  // bob counts apart from alice
+  EXPECT_EQ(authenticate_calls, 0);
+}
+
 // Verifies that a verdict completed on another thread (the Redis store's I/O thread) is posted
 // back to the connection's executor, not run where the store completed it.
 TEST(BeastAdapter, PostsLateVerdictsToTheExecutor) {

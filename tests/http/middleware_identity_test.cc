@@ -132,6 +132,62 @@ TEST(MiddlewareIdentityConfig, ParsesTheOptInAndTheFailureModes) {
   EXPECT_EQ(defaults->spec().response.local_fallback_instances, 1);
 }
 
+// Verifies that an identity the application verified already (RequestView::principal) is the
+// request's identity and tier, and that the authentication callback is then not called.
+TEST_F(MiddlewareIdentityTest, AVerifiedPrincipalReplacesTheAuthenticateCallback) {
+  int calls = 0;
+  Build(R"(
+routes:
+  - name: items
+    path: /api/items
+    tiers:
+      premium: [{name: items, limit: 3, period: 1h}]
+      "*": [{name: items, limit: 1, period: 1h}]
+)",
+        {.authenticate = [&calls](const RequestView&) -> std::optional<Principal> {
+          ++calls;
+          return Principal{.id = "from-callback", .tier = ""};
+        }});
+  const Principal alice{.id = "alice", .tier = "premium"};
+  testing::TestRequest request{.path = "/api/items"};
+  int passed = 0;
+  for (int i = 0; i < 4; ++i) {
+    testing::ViewOf view(request);
+    RequestView with_principal = view.view();
+    with_principal.principal = &alice;
+    passed += middleware_->Decide(with_principal).passed() ? 1 : 0;
+  }
+  EXPECT_EQ(passed, 3);  // premium's 3, alice's own bucket
+  EXPECT_EQ(calls, 0);
+  // Without a principal the callback decides, as before: another user, the "*" limit.
+  EXPECT_TRUE(Send(*middleware_, request).passed());
+  EXPECT_FALSE(Send(*middleware_, request).passed());
+  EXPECT_EQ(calls, 2);
+}
+
+// Verifies that a principal with an empty id (the application found no user) skips the callback
+// too, and the request is counted by its address.
+TEST_F(MiddlewareIdentityTest, AnEmptyPrincipalSkipsTheCallbackAndCountsTheAddress) {
+  int calls = 0;
+  Build(kRouteOnlyRules, {.authenticate = [&calls](const RequestView&) -> std::optional<Principal> {
+          ++calls;
+          return Principal{.id = "bob", .tier = ""};
+        }});
+  const Principal nobody;
+  int passed = 0;
+  for (int i = 0; i < 12; ++i) {
+    // Two addresses: 10 each would pass if the callback's "bob" were used for both, 10 in all.
+    testing::TestRequest request{.path = "/api/items",
+                                 .peer = i % 2 == 0 ? "192.0.2.7" : "192.0.2.8"};
+    testing::ViewOf view(request);
+    RequestView anonymous = view.view();
+    anonymous.principal = &nobody;
+    passed += middleware_->Decide(anonymous).passed() ? 1 : 0;
+  }
+  EXPECT_EQ(passed, 12);
+  EXPECT_EQ(calls, 0);
+}
+
 TEST(MiddlewareIdentityConfig, RefusesBadValuesWithTheirField) {
   for (const auto& [yaml, message] : std::vector<std::pair<std::string, std::string>>{
            {"identity: {api_key_unverified: yes}\n",

@@ -2,8 +2,10 @@
 # What a consumer of sluice does, against the tree already built (ctest label "install"):
 #
 #   install_test.sh prefix            cmake --install into a scratch prefix; the files are there
+#   install_test.sh dev_component     cmake --install --component dev: the library only
 #   install_test.sh find_package      examples/consumer against that prefix: find_package(sluice),
 #                                     the library and (SLUICE_WITH_HTTP=ON) the middleware example
+#                                     and docs/middleware.md's quick starts (run up to listen)
 #   install_test.sh pkg_config        README's library example built with pkg-config sluice
 #   install_test.sh add_subdirectory  examples/consumer with sluice vendored, everything optional off
 #   install_test.sh deb               the Debian packages: contents, --validate, unit, lintian
@@ -73,13 +75,43 @@ prefix)
   echo "installed $(find "$prefix" -type f | wc -l) files into $prefix"
   ;;
 
+dev_component)
+  # `cmake --install --component dev`: the library alone (headers, static libraries, the CMake
+  # package, sluice.pc), none of sluiced's files.
+  dev_prefix=$work/dev_prefix
+  rm -rf "$dev_prefix"
+  "$cmake" --install "$build" --prefix "$dev_prefix" --component dev >"$work/install_dev.log" 2>&1 ||
+    { cat "$work/install_dev.log"; fail "cmake --install --component dev"; }
+  [ -f "$dev_prefix/include/sluice/memory_store.h" ] || fail "--component dev: no headers"
+  [ -n "$(find "$dev_prefix" -name sluiceConfig.cmake)" ] || fail "--component dev: no CMake package"
+  extra=$(cd "$dev_prefix" && find . -type f | grep -Ev '^\./(include/sluice/|lib[^/]*/(lib[a-z0-9_]+\.a|cmake/sluice/|pkgconfig/sluice\.pc)|share/doc/libsluice-dev/)' || true)
+  [ -z "$extra" ] || fail "--component dev installed more than the library: $extra"
+  echo "--component dev: $(find "$dev_prefix" -type f | wc -l) files, no sluiced, unit or /etc file"
+  ;;
+
 find_package)
   if [ "${SLUICE_WITH_HTTP:-ON}" = ON ]; then middleware=ON; else middleware=OFF; fi
+  # docs/middleware.md's quick starts need the Redis store, and one of them cpp-httplib.
+  beast=OFF httplib=OFF
+  if [ $middleware = ON ] && [ "${SLUICE_WITH_REDIS:-ON}" = ON ]; then
+    beast=ON
+    httplib=${SLUICE_WITH_HTTPLIB:-ON}
+  fi
   configure_and_build "$work/find_package" -DCMAKE_PREFIX_PATH="$prefix" \
-    -DWITH_MIDDLEWARE=$middleware
+    -DWITH_MIDDLEWARE=$middleware -DWITH_QUICKSTART_BEAST=$beast \
+    -DWITH_QUICKSTART_HTTPLIB=$httplib
   expect_output "20 of 21 allowed" "$work/find_package/library_example"
   if [ $middleware = ON ]; then
     expect_output "third request: 429" "$work/find_package/middleware_example"
+  fi
+  # The quick starts, up to listen(): their rules load and their wiring (policy names) holds.
+  if [ $beast = ON ]; then
+    expect_output "beast quick start: wired" \
+      env QUICKSTART_WIRE_ONLY=1 "$work/find_package/quickstart_beast"
+  fi
+  if [ $httplib = ON ]; then
+    expect_output "httplib quick start: wired" \
+      env QUICKSTART_WIRE_ONLY=1 "$work/find_package/quickstart_httplib"
   fi
   # The version file: this major.minor is found, another is not.
   version=$(sed -n 's/^#define SLUICE_VERSION_STRING "\(.*\)"$/\1/p' "$prefix/include/sluice/version.h")
@@ -153,6 +185,15 @@ deb)
     grep -q -- "$f\$" <<<"$dev_contents" || fail "$dev has no $f"
   done
   echo "$(basename "$server"): $(grep -c . <<<"$contents") entries; $(basename "$dev"): $(grep -c . <<<"$dev_contents")"
+  # A memory-only user is not made to install Boost, hiredis or cpp-httplib: the -dev package
+  # depends on Abseil alone and only recommends the other components' packages.
+  depends=$(dpkg-deb -f "$dev" Depends)
+  recommends=$(dpkg-deb -f "$dev" Recommends)
+  [ "$depends" = libabsl-dev ] || fail "$dev Depends: '$depends', expected 'libabsl-dev'"
+  for p in libboost1.81-dev libhiredis-dev libyaml-cpp-dev; do
+    grep -qw -- "$p" <<<"$recommends" || fail "$dev Recommends: '$recommends' lacks $p"
+  done
+  echo "$(basename "$dev"): Depends: $depends; Recommends: $recommends"
 
   # The packaged binary accepts the packaged config (from the extracted tree; no root needed).
   tree=$out/tree

@@ -44,12 +44,26 @@
 
 namespace sluice::http {
 
+// What CheckBeastRequest() adds to the request's description.
+struct BeastCheckOptions {
+  // Decide by this policy (MiddlewareSpec::policies) alone, as a handler it is attached to: call
+  // CheckBeastRequest() with it where the application has routed the request to that handler
+  // (and, for the global rule and the route rules, once without it before routing). "" (the
+  // default): the route rules and the global rule. See RequestView::policy.
+  std::string_view policy{};
+  // The identity the application has already verified, used instead of calling
+  // MiddlewareOptions::authenticate. Not owned; need only live until CheckBeastRequest()
+  // returns (the middleware copies what it keeps). Default: nullptr. See RequestView::principal.
+  const Principal* principal = nullptr;
+};
+
 // BeastRequestView: a RequestView over a Beast request; the request must outlive it.
 class BeastRequestView {
  public:
   template <class Body, class Fields>
   BeastRequestView(const boost::beast::http::request<Body, Fields>& request,
-                   const boost::asio::ip::tcp::endpoint& peer)
+                   const boost::asio::ip::tcp::endpoint& peer,
+                   const BeastCheckOptions& options = {})
       : peer_(FormatPeer(peer.address())) {
     for (const auto& field : request) {
       headers_.push_back(
@@ -66,7 +80,9 @@ class BeastRequestView {
                         .route_template = {},
                         .headers = std::span<const HeaderField>(headers_.data(), headers_.size()),
                         .peer_address = peer_,
-                        .refuse_ambiguous_path = true};
+                        .refuse_ambiguous_path = true,
+                        .policy = options.policy,
+                        .principal = options.principal};
   }
   BeastRequestView(const BeastRequestView&) = delete;
   BeastRequestView& operator=(const BeastRequestView&) = delete;
@@ -116,21 +132,23 @@ struct BeastHandoff {
 // before this returns, when the verdict is ready by then (the memory store, or no limit applies),
 // which requires calling this from `executor`, as a session's read handler is; otherwise (the Redis
 // store completes on its I/O thread) through boost::asio::dispatch(executor, ...). `request` need
-// only live until this returns.
+// only live until this returns. `options` names a policy attached to the handler, or an identity
+// the application verified already (BeastCheckOptions).
 template <class Executor, class Body, class Fields, class Done>
 void CheckBeastRequest(Middleware& middleware, const Executor& executor,
                        const boost::beast::http::request<Body, Fields>& request,
-                       const boost::asio::ip::tcp::endpoint& peer, Done&& done) {
+                       const boost::asio::ip::tcp::endpoint& peer, Done&& done,
+                       const BeastCheckOptions& options = {}) {
   if (middleware.store_answers_inline()) {
     // The verdict is ready at once: no hand-off state, no executor.
-    const BeastRequestView view(request, peer);
+    const BeastRequestView view(request, peer, options);
     std::forward<Done>(done)(middleware.Decide(view.view()));
     return;
   }
   using Handoff = internal::BeastHandoff<Executor, std::decay_t<Done>>;
   auto handoff = std::make_shared<Handoff>(std::forward<Done>(done));
   {
-    BeastRequestView view(request, peer);
+    BeastRequestView view(request, peer, options);
     middleware.DecideAsync(view.view(), [handoff](Verdict&& verdict) {
       handoff->verdict = std::move(verdict);
       int expected = Handoff::kPending;

@@ -61,13 +61,7 @@ namespace internal {
 class RequestCall;
 }  // namespace internal
 
-// Who the application's authentication says a request is from.
-struct Principal {
-  // A stable user or client id; empty means "not authenticated" (the chain goes on).
-  std::string id{};
-  // The principal's tier; empty means IdentitySpec::authenticated_tier.
-  std::string tier{};
-};
+// Principal (who the application's authentication says a request is from) is in request.h.
 
 // Why a request was rejected.
 enum class RejectReason : uint8_t {
@@ -127,8 +121,9 @@ struct MiddlewareOptions {
   // The rules. Required.
   std::shared_ptr<const MiddlewareConfig> config{};
   // First resolver of the identity chain: the application's authentication. Returns nullopt (or an
-  // empty id) for an unauthenticated request. Called on the calling thread, before the store.
-  // Default: none.
+  // empty id) for an unauthenticated request. Called on the calling thread, before the store, and
+  // only when the request carries no RequestView::principal (an identity the application verified
+  // already). Default: none.
   std::function<std::optional<Principal>(const RequestView&)> authenticate{};
   // Second resolver, for API keys (IdentitySpec::api_key_header): returns the tier of a valid key,
   // "" for a valid key of IdentitySpec::api_key_tier, or nullopt for an unknown key (the chain

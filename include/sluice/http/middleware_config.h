@@ -190,6 +190,14 @@ struct MiddlewareSpec {
   std::optional<RuleSpec> global{};
   // Route rules; the first match (in order) applies.
   std::vector<RuleSpec> routes{};
+  // Policies attached to handlers in code rather than to paths, as ASP.NET Core's
+  // RequireRateLimiting("name") and express's app.get(path, limiter, handler): a request the
+  // adapter sends with RequestView::policy = name (httplib.h's Limited(), beast.h's
+  // BeastCheckOptions::policy) meets that policy's limits for its tier, and nothing else in this
+  // spec; the global rule applies where the adapter runs before routing. Each is a RuleSpec with a
+  // name, a cost and tiers, and no path, prefix or methods; names are unique among routes and
+  // policies. Counter keys use "@<name>" as the route component. Default: none.
+  std::vector<RuleSpec> policies{};
   IdentitySpec identity{};
   ResponseSpec response{};
   // Where the spec came from ("rules.yaml"), for logs; "" when built in C++.
@@ -213,6 +221,11 @@ class MiddlewareConfig {
 
   // Returns one line per rule and tier, with its policies, for logs.
   std::string Describe() const;
+
+  // MiddlewareConfig::HasPolicy()
+  //
+  // Returns whether `policies` defines one named `name`.
+  bool HasPolicy(std::string_view name) const;
 
   // Internal: the compiled form the middleware evaluates.
   const internal::CompiledRules& compiled() const { return *compiled_; }

@@ -32,6 +32,14 @@ struct HeaderField {
   std::string_view value{};
 };
 
+// Who the application's authentication says a request is from.
+struct Principal {
+  // A stable user or client id; empty means "not authenticated" (the chain goes on).
+  std::string id{};
+  // The principal's tier; empty means IdentitySpec::authenticated_tier.
+  std::string tier{};
+};
+
 // A request as the middleware sees it. Every view must stay valid until Decide() returns, or, for
 // DecideAsync(), until it returns (the middleware copies what it keeps before then).
 struct RequestView {
@@ -56,6 +64,20 @@ struct RequestView {
   // frameworks whose application routes on the raw target (Beast, which has no router): set by
   // that adapter. A path a router cannot misread passes whatever this says.
   bool refuse_ambiguous_path = false;
+  // The name of a policy (MiddlewareSpec::policies) to decide this request by, for a handler the
+  // policy is attached to in code (httplib.h's Limited(), beast.h's CheckBeastRequest() options):
+  // only that policy's limits apply, whatever the path and method, and the route rules and the
+  // global rule are not consulted (the global rule applies where the adapter runs before routing,
+  // as ASP.NET Core's GlobalLimiter does). "" (the default): match the rules by path. A name the
+  // running config does not define limits nothing (Limited() refuses it when wiring).
+  std::string_view policy{};
+  // The identity the application has already verified (for instance in its own cpp-httplib
+  // pre-routing handler), so that the middleware does not verify it again: when set, it replaces
+  // MiddlewareOptions::authenticate, which is then not called. A non-empty `id` is the request's
+  // identity ("user:<id>", tier `tier` or IdentitySpec::authenticated_tier); an empty one means
+  // the application found no user, and the chain goes on to the API key and the client IP. Not
+  // owned; valid as long as the other views. Default: nullptr (call `authenticate`).
+  const Principal* principal = nullptr;
 
   // RequestView::Header()
   //
