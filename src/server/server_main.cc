@@ -28,12 +28,13 @@
 #include "src/server/grpc/grpc_server.h"
 #include "src/server/grpc/rls_grpc_service.h"
 #include "src/server/memory_release.h"
-#include "src/server/per_second_store.h"
 #include "src/server/rls/rate_limit_service.h"
 #include "src/server/stats/json_log_format.h"
 #include "src/server/stats/metrics.h"
 #include "src/server/stats/statsd_sink.h"
+#include "src/server/stats/store_state_source.h"
 #include "src/server/store_factory.h"
+#include "src/store/split/per_second_store.h"
 #include "src/util/strings.h"
 
 namespace sluice::server {
@@ -195,7 +196,7 @@ int RunServer(const ServerSettings& settings) {
                            });
   const ConfigLoadOptions load_options{.merge_domains = settings.merge_domains,
                                        .ignore_dotfiles = settings.ignore_dotfiles};
-  metrics.SetStoreStateSource(StoreStateSource(stores->main));
+  metrics.SetStoreStateSource(StoreStateSource(*stores->main.store, stores->main.health_store));
   auto apply = [&](const std::string& why, ConfigReloader::Result config) {
     metrics.CountConfigLoad(config.ok());
     if (!config.ok()) {

@@ -25,23 +25,4 @@ absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const StoreFactoryO
                       .description = std::move(opened->description)};
 }
 
-absl::AnyInvocable<StoreState() const> StoreStateSource(const StoreHandles& stores) {
-  const FailurePolicyStore* policy = stores.store.get();
-  // Each store type's own counters; the health store is the unwrapped one.
-  const auto* redis = dynamic_cast<const RedisStore*>(stores.health_store);
-  const auto* memory = dynamic_cast<const MemoryStore*>(stores.health_store);
-  return [policy, redis, memory] {
-    const FailureStats failure = policy->Stats();
-    StoreState state{.breaker_open = failure.breaker_open,
-                     .breaker_opens = failure.breaker_opens,
-                     .breaker_closes = failure.breaker_closes};
-    if (redis != nullptr) {
-      state.redis = redis->Stats();
-      state.redis_connected = state.redis->connects > state.redis->disconnects;
-    }
-    if (memory != nullptr) state.memory = memory->Stats();
-    return state;
-  };
-}
-
 }  // namespace sluice::server

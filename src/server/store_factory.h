@@ -8,14 +8,11 @@
 #include <string>
 #include <string_view>
 
-#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
 #include "sluice/store.h"
-
-#include "src/server/metrics.h"
 
 namespace sluice::server {
 
@@ -46,13 +43,6 @@ struct StoreFactoryOptions {
 // for a bad URL, key prefix or memory option; Unavailable when the store cannot be set up, or when
 // `startup_wait` is set and Redis does not answer within it.
 absl::StatusOr<StoreHandles> MakeStore(std::string_view url, const StoreFactoryOptions& options);
-
-// StoreStateSource()
-//
-// Returns what Metrics::SetStoreStateSource() takes for `stores`: the failure policy's breaker, and
-// the Redis or memory store's own counters. `stores` must outlive the returned source. A Redis
-// connection counts as ready while more connections were established than lost.
-absl::AnyInvocable<StoreState() const> StoreStateSource(const StoreHandles& stores);
 
 }  // namespace sluice::server
 

@@ -36,7 +36,7 @@
 #include "sluice/redis_store.h"
 
 #include "src/server/grpc/rls_proto.h"
-#include "src/server/per_second_store.h"
+#include "src/store/split/per_second_store.h"
 #include "src/server/rls/rate_limit_service.h"
 #include "src/server/stats/metrics.h"
 #include "tests/testing/faulty_store.h"

@@ -14,7 +14,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "src/server/store_factory.h"
+#include "sluice/open_store.h"
+
+#include "src/server/stats/store_state_source.h"
 
 namespace sluice::server {
 namespace {
@@ -151,10 +153,10 @@ TEST(Metrics, ExportsTheStoresOwnCounters) {
 }
 
 TEST(StoreStateSource, ReadsTheMemoryStoreAndTheBreaker) {
-  absl::StatusOr<StoreHandles> stores = MakeStore("memory", StoreFactoryOptions{});
+  absl::StatusOr<OpenedStore> stores = OpenStore("memory");
   ASSERT_TRUE(stores.ok()) << stores.status();
   Metrics m;
-  m.SetStoreStateSource(StoreStateSource(*stores));
+  m.SetStoreStateSource(StoreStateSource(*stores->store, stores->backend));
   const std::string text = m.Render();
   EXPECT_THAT(text, HasSubstr("sluice_memory_store_entries 0\n"));
   EXPECT_THAT(text, HasSubstr("sluice_store_breaker_open 0\n"));

@@ -1,11 +1,11 @@
-#include "src/server/per_second_store.h"
+#include "src/store/split/per_second_store.h"
 
 #include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
 
-namespace sluice::server {
+namespace sluice {
 namespace {
 
 // The checks of one request split by store, with each one's index in the request.
@@ -85,4 +85,4 @@ void PerSecondStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCal
            });
 }
 
-}  // namespace sluice::server
+}  // namespace sluice

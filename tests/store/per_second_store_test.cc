@@ -1,4 +1,4 @@
-#include "src/server/per_second_store.h"
+#include "src/store/split/per_second_store.h"
 
 #include <chrono>
 #include <memory>
@@ -11,7 +11,7 @@
 #include "tests/testing/deferred_store.h"
 #include "tests/testing/manual_clock.h"
 
-namespace sluice::server {
+namespace sluice {
 namespace {
 
 using std::chrono::minutes;
@@ -97,4 +97,4 @@ TEST_F(PerSecondStoreTest, AsyncAnswersOnAnotherThreadJoinInOrder) {
 }
 
 }  // namespace
-}  // namespace sluice::server
+}  // namespace sluice

@@ -13,8 +13,8 @@
 //
 // Thread safety: thread-safe; both stores must outlive it. Async calls complete on the thread of
 // the last store answer, inline when both stores answer inline.
-#ifndef SLUICE_SERVER_PER_SECOND_STORE_H_
-#define SLUICE_SERVER_PER_SECOND_STORE_H_
+#ifndef SLUICE_STORE_SPLIT_PER_SECOND_STORE_H_
+#define SLUICE_STORE_SPLIT_PER_SECOND_STORE_H_
 
 #include <span>
 #include <string_view>
@@ -22,7 +22,7 @@
 #include "sluice/store.h"
 #include "sluice/store_wrapper.h"
 
-namespace sluice::server {
+namespace sluice {
 
 class PerSecondStore final : public StoreWrapper {
  public:
@@ -43,6 +43,6 @@ class PerSecondStore final : public StoreWrapper {
   Store& per_second_;
 };
 
-}  // namespace sluice::server
+}  // namespace sluice
 
-#endif  // SLUICE_SERVER_PER_SECOND_STORE_H_
+#endif  // SLUICE_STORE_SPLIT_PER_SECOND_STORE_H_
