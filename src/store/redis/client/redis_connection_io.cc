@@ -35,10 +35,10 @@ bool IsPublishedMessage(const RedisReply& reply) {
 }  // namespace
 
 void RedisConnection::Submit(RedisCommand command, std::chrono::milliseconds timeout,
-                             RedisClient::ReplyCallback done) {
+                             RedisReplyCallback done) {
   const TimePoint deadline = Now() + timeout;
   absl::Status rejected;
-  RedisClient::ReplyCallback rejected_done;
+  RedisReplyCallback rejected_done;
   bool wake = false;
   {
     MutexLock lock(&mu_);
@@ -269,7 +269,7 @@ void RedisConnection::OnDeadlineTimer() {
       continue;
     }
     Bump(timeouts_);
-    RedisClient::ReplyCallback done = std::move(r.done);
+    RedisReplyCallback done = std::move(r.done);
     r.done = nullptr;
     r.replies.clear();  // A pipeline's tombstone only counts the replies still to come.
     std::move(done)(CommandTimeoutError(r.command.name(), r.timeout));

@@ -27,19 +27,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+#include "src/store/redis/client/redis_command.h"
 #include "src/store/redis/client/redis_reply.h"
 
 namespace sluice {
 
 class RedisClient;
-class RedisCommand;
 struct RedisClientStats;
 
 class RedisRouter {
  public:
-  // Completion of one command: the reply (an error reply is a RedisReply, not a failed status) or
-  // a transport failure (see redis_error.h). Called exactly once.
-  using ReplyCallback = absl::AnyInvocable<void(absl::StatusOr<RedisReply>) &&>;
+  // Completion of one command (redis_command.h).
+  using ReplyCallback = RedisReplyCallback;
 
   RedisRouter() = default;
   RedisRouter(const RedisRouter&) = delete;
