@@ -502,13 +502,8 @@ ClusterClient::~ClusterClient() {
 
 void ClusterClient::Route(RedisCommand command, std::string_view key, milliseconds timeout,
                           ReplyCallback done) {
-  if (command.empty()) {
-    std::move(done)(absl::InvalidArgumentError("redis: empty command"));
-    return;
-  }
-  if (timeout.count() <= 0) {
-    std::move(done)(absl::InvalidArgumentError(
-        absl::StrCat("redis ", AbslView(command.name()), ": timeout must be positive")));
+  if (absl::Status valid = ValidateCommand(command, timeout); !valid.ok()) {
+    std::move(done)(std::move(valid));
     return;
   }
   auto call = std::make_unique<ClusterCall>();

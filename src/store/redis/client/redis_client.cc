@@ -284,13 +284,8 @@ void RedisClient::Send(RedisCommand command, ReplyCallback done) {
 
 void RedisClient::Send(RedisCommand command, std::chrono::milliseconds timeout,
                        ReplyCallback done) {
-  if (command.empty()) {
-    std::move(done)(absl::InvalidArgumentError("redis: empty command"));
-    return;
-  }
-  if (timeout.count() <= 0) {
-    std::move(done)(absl::InvalidArgumentError(
-        absl::StrCat("redis ", internal::AbslView(command.name()), ": timeout must be positive")));
+  if (absl::Status valid = ValidateCommand(command, timeout); !valid.ok()) {
+    std::move(done)(std::move(valid));
     return;
   }
   impl_->PickConnection().Submit(std::move(command), timeout, std::move(done));

@@ -4,9 +4,11 @@
 #include <cstring>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
 #include <hiredis/hiredis.h>
 
 #include "src/store/redis/client/redis_error.h"
+#include "src/util/strings.h"
 
 namespace sluice {
 
@@ -95,6 +97,15 @@ RedisCommand RedisCommand::Clone() const {
   out.pipeline_ = pipeline_;
   out.last_offset_ = last_offset_;
   return out;
+}
+
+absl::Status ValidateCommand(const RedisCommand& command, std::chrono::milliseconds timeout) {
+  if (command.empty()) return absl::InvalidArgumentError("redis: empty command");
+  if (timeout.count() <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("redis ", internal::AbslView(command.name()), ": timeout must be positive"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace sluice

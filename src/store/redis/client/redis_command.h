@@ -13,6 +13,7 @@
 #ifndef SLUICE_STORE_REDIS_CLIENT_REDIS_COMMAND_H_
 #define SLUICE_STORE_REDIS_CLIENT_REDIS_COMMAND_H_
 
+#include <chrono>
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 #include "src/store/redis/client/redis_reply.h"
@@ -89,6 +91,15 @@ class RedisCommand {
   // Offset in resp() of the last command, for name().
   size_t last_offset_ = 0;
 };
+
+// ValidateCommand()
+//
+// The one check of a command before it is sent, shared by every router (RedisClient::Send(),
+// ClusterClient::Route(), SentinelClient::Route()) so that each refuses the same commands with the
+// same error. Returns OK, or InvalidArgument: "redis: empty command" for an empty command (an empty
+// argv, or one that could not be formatted or copied for lack of memory), and "redis <NAME>:
+// timeout must be positive" for a `timeout` that is not.
+absl::Status ValidateCommand(const RedisCommand& command, std::chrono::milliseconds timeout);
 
 }  // namespace sluice
 

@@ -150,13 +150,8 @@ SentinelClient::Impl::~Impl() {
 }
 
 void SentinelClient::Impl::Route(RedisCommand command, milliseconds timeout, ReplyCallback done) {
-  if (command.empty()) {
-    std::move(done)(absl::InvalidArgumentError("redis: empty command"));
-    return;
-  }
-  if (timeout.count() <= 0) {
-    std::move(done)(absl::InvalidArgumentError(
-        absl::StrCat("redis ", internal::AbslView(command.name()), ": timeout must be positive")));
+  if (absl::Status valid = ValidateCommand(command, timeout); !valid.ok()) {
+    std::move(done)(std::move(valid));
     return;
   }
   Attempt attempt{.done = std::move(done),
