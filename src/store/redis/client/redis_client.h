@@ -10,13 +10,13 @@
 // late reply is read and discarded in order. A connection lost with commands in flight fails them
 // with Unavailable ("outcome unknown"); they are not resent either. The client then reconnects on
 // its own, with exponential backoff and full jitter; each connect runs AUTH (password, or ACL user
-// and password, from the URL or a file) and SELECT before any command. While a connection attempt
-// is running, commands wait in a bounded queue (each still bounded by its deadline); while the
-// client waits out a backoff delay, commands fail fast with Unavailable.
+// and password, from the endpoint or a file) and SELECT before any command. While a connection
+// attempt is running, commands wait in a bounded queue (each still bounded by its deadline); while
+// the client waits out a backoff delay, commands fail fast with Unavailable.
 //
 // Example:
-//   absl::StatusOr<StoreUrl> url = ParseStoreUrl("redis://127.0.0.1:6379/0");
-//   auto client = RedisClient::Create({.url = *url, .command_timeout = 20ms});
+//   RedisEndpoint endpoint{.host = "127.0.0.1", .nodes = {{.host = "127.0.0.1"}}};
+//   auto client = RedisClient::Create({.endpoint = endpoint, .command_timeout = 20ms});
 //   if (!client.ok()) return client.status();
 //   (*client)->Send({"INCR", "hits"}, [](absl::StatusOr<RedisReply> reply) {
 //     // Runs on the client's I/O thread.
@@ -44,10 +44,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#include "sluice/store_url.h"
-
 #include "src/store/redis/client/redis_client_stats.h"
 #include "src/store/redis/client/redis_command.h"
+#include "src/store/redis/client/redis_endpoint.h"
 #include "src/store/redis/client/redis_reply.h"
 #include "src/store/redis/client/redis_router.h"
 
@@ -58,9 +57,9 @@ class IoThread;
 
 struct RedisClientOptions {
   // Where to connect and how to authenticate (host, port, TLS, user, password or password_file,
-  // db). REQUIRES: url.kind == kRedis. Its timeout_ms, connect_timeout_ms and connections, when
-  // present, override the fields below: the URL is the operator's word.
-  StoreUrl url = {};
+  // db). REQUIRES: endpoint.topology == kServer. Its command_timeout, connect_timeout and
+  // connections, when present, override the fields below: they are the operator's word.
+  RedisEndpoint endpoint = {};
   // Deadline of each command, from Send() to its reply. Default: 50 ms, a few hundred times a
   // loopback round trip, long enough to ride out scheduler hiccups (CPU quota throttling) without
   // false timeouts, short enough that a hung Redis costs one bounded wait before the failure
@@ -178,7 +177,7 @@ class RedisClient final : public RedisRouter, public std::enable_shared_from_thi
 
   // RedisClient::Endpoint()
   //
-  // Returns the redacted URL of the server, for logs.
+  // Returns the redacted endpoint of the server (RedisEndpoint::Redacted()), for logs.
   const std::string& Endpoint() const;
 
   // RedisRouter: one server serves every key.

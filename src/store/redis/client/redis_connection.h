@@ -48,11 +48,10 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "sluice/store_url.h"
-
 #include "src/store/redis/client/redis_client_stats.h"
 #include "src/store/redis/client/redis_command.h"
 #include "src/store/redis/client/redis_connection_queue.h"
+#include "src/store/redis/client/redis_endpoint.h"
 #include "src/store/redis/client/redis_reply_reader.h"
 #include "src/util/log_throttle.h"
 #include "src/util/mutex.h"
@@ -63,8 +62,8 @@ using TimePoint = std::chrono::steady_clock::time_point;
 
 // What every connection of one client shares; each connection keeps a copy.
 struct ConnectionConfig {
-  StoreUrl url;
-  std::string endpoint;  // url.HostPort(), for messages.
+  RedisEndpoint endpoint;
+  std::string host_port;  // endpoint.HostPort(), for messages.
   std::chrono::milliseconds command_timeout{0};
   std::chrono::milliseconds connect_timeout{0};
   std::chrono::milliseconds backoff_min{0};

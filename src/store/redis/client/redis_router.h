@@ -90,7 +90,7 @@ class RedisRouter {
 
   // RedisRouter::Describe()
   //
-  // Returns the redacted URL of the deployment, for logs ("redis-cluster://h1:7000,h2:7001").
+  // Returns the redacted endpoint of the deployment, for logs ("redis-cluster://h1:7000,h2:7001").
   virtual std::string Describe() const = 0;
 
   // RedisRouter::DefaultTimeout()
