@@ -33,6 +33,7 @@ sluice_export(sluice_sha256 sha256)
 sluice_export(sluice_store_policy policy)
 sluice_export(sluice_store_url store_url)
 sluice_export(sluice_redis_client redis_client)
+sluice_export(sluice_redis_endpoint_url redis_endpoint_url)
 sluice_export(sluice_store_redis redis)
 sluice_export(sluice_store_open open_store)
 # SLUICE_BUILD_SERVER or SLUICE_BUILD_HTTP: the YAML front end of both config readers.

@@ -20,6 +20,7 @@
 #include "src/store/redis/client/redis_error.h"
 #include "src/store/redis/client/redis_router_factory.h"
 #include "src/store/redis/lua_scripts.h"
+#include "src/store/redis/redis_endpoint_url.h"
 #include "src/store/redis/redis_keys.h"
 #include "src/store/redis/script_runner.h"
 #include "src/store/redis/slot_groups.h"
@@ -291,7 +292,8 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(const RedisStoreO
     return absl::InvalidArgumentError("redis store: timeouts must be positive");
   }
   SLUICE_ASSIGN_OR_RETURN(RedisKeyScheme keys, RedisKeyScheme::Create(options.key_prefix));
-  RedisClientOptions client_options{.url = url,
+  SLUICE_ASSIGN_OR_RETURN(RedisEndpoint endpoint, RedisEndpointFromUrl(url));
+  RedisClientOptions client_options{.endpoint = std::move(endpoint),
                                     .command_timeout = options.command_timeout,
                                     .connect_timeout = options.connect_timeout,
                                     .connections = options.connections,

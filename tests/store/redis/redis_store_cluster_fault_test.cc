@@ -32,10 +32,12 @@
 #include "tests/testing/call_batch.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/redis_cluster.h"
+#include "tests/testing/redis_endpoint_of.h"
 
 namespace sluice {
 namespace {
 
+using ::sluice::testing::EndpointOf;
 using ::sluice::testing::RedisCluster;
 using std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
@@ -262,7 +264,8 @@ TEST_F(RedisStoreClusterFaultTest, KilledPrimaryFailsOverWithinSecondsAndBounded
   std::set<std::string> told;
   absl::StatusOr<StoreUrl> url = ParseStoreUrl(cluster_->Url());
   ASSERT_TRUE(url.ok());
-  absl::StatusOr<std::shared_ptr<RedisRouter>> router = CreateRedisRouter({.url = *url});
+  absl::StatusOr<std::shared_ptr<RedisRouter>> router =
+      CreateRedisRouter({.endpoint = EndpointOf(*url)});
   ASSERT_TRUE(router.ok()) << router.status();
   ASSERT_TRUE((*router)->WaitForConnection(std::chrono::seconds(10)).ok());
   (*router)->SetPrimaryListener([&](const std::shared_ptr<RedisClient>& primary) {

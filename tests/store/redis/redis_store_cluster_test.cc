@@ -36,6 +36,7 @@
 #include "tests/testing/call_batch.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/redis_cluster.h"
+#include "tests/testing/redis_endpoint_of.h"
 #include "tests/testing/test_vectors.h"
 
 namespace sluice {
@@ -48,6 +49,7 @@ void PrintTo(const Decision& d, std::ostream* os) {
 
 namespace {
 
+using ::sluice::testing::EndpointOf;
 using ::sluice::testing::LoadAllVectors;
 using ::sluice::testing::RedisCluster;
 using ::sluice::testing::VectorCase;
@@ -99,7 +101,7 @@ class RedisStoreClusterTest : public ::testing::Test {
     absl::StatusOr<StoreUrl> url = ParseStoreUrl(cluster_->Url());
     EXPECT_TRUE(url.ok()) << url.status();
     absl::StatusOr<std::shared_ptr<RedisRouter>> router =
-        CreateRedisRouter({.url = *url, .command_timeout = kTimeout});
+        CreateRedisRouter({.endpoint = EndpointOf(*url), .command_timeout = kTimeout});
     EXPECT_TRUE(router.ok()) << router.status();
     if (!router.ok()) return nullptr;
     absl::Status ready = (*router)->WaitForConnection(std::chrono::seconds(10));

@@ -19,11 +19,13 @@
 #include "src/store/redis/client/redis_error.h"
 #include "src/store/redis/lua_scripts.h"
 #include "tests/testing/fake_redis_server.h"
+#include "tests/testing/redis_endpoint_of.h"
 #include "tests/testing/redis_server.h"
 
 namespace sluice {
 namespace {
 
+using ::sluice::testing::EndpointOf;
 using ::sluice::testing::FakeRedisServer;
 using ::sluice::testing::RedisServer;
 using std::chrono::milliseconds;
@@ -97,7 +99,7 @@ class ScriptRunnerTest : public ::testing::Test {
     absl::StatusOr<StoreUrl> url = ParseStoreUrl(server_->Url());
     ASSERT_TRUE(url.ok());
     absl::StatusOr<std::unique_ptr<RedisClient>> client =
-        RedisClient::Create({.url = *url, .command_timeout = milliseconds(2000)});
+        RedisClient::Create({.endpoint = EndpointOf(*url), .command_timeout = milliseconds(2000)});
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = std::shared_ptr<RedisClient>(std::move(*client));
     ASSERT_TRUE(client_->WaitForConnection(milliseconds(5000)).ok());
@@ -297,7 +299,7 @@ TEST_F(ScriptRunnerTest, FallsBackToScriptsWhenFunctionLoadIsRefused) {
       ParseStoreUrl(absl::StrCat("redis://nofunction:secret@127.0.0.1:", server_->port()));
   ASSERT_TRUE(url.ok()) << url.status();
   absl::StatusOr<std::unique_ptr<RedisClient>> limited =
-      RedisClient::Create({.url = *url, .command_timeout = milliseconds(2000)});
+      RedisClient::Create({.endpoint = EndpointOf(*url), .command_timeout = milliseconds(2000)});
   ASSERT_TRUE(limited.ok()) << limited.status();
   std::shared_ptr<RedisClient> client(std::move(*limited));
   ASSERT_TRUE(client->WaitForConnection(milliseconds(5000)).ok());
@@ -339,7 +341,7 @@ TEST(ScriptRunnerOldServer, FallsBackToScriptsWithoutFunctions) {
   absl::StatusOr<StoreUrl> url = ParseStoreUrl(absl::StrCat("redis://127.0.0.1:", fake.port()));
   ASSERT_TRUE(url.ok());
   absl::StatusOr<std::unique_ptr<RedisClient>> created =
-      RedisClient::Create({.url = *url, .command_timeout = milliseconds(2000)});
+      RedisClient::Create({.endpoint = EndpointOf(*url), .command_timeout = milliseconds(2000)});
   ASSERT_TRUE(created.ok()) << created.status();
   std::shared_ptr<RedisClient> client(std::move(*created));
   ASSERT_TRUE(client->WaitForConnection(milliseconds(5000)).ok());

@@ -59,8 +59,8 @@ const RedisReply& Decisive(const RedisReply& reply, bool pipeline) {
 // ---------------------------------------------------------------------------------------------
 // ClusterRouting
 
-const std::shared_ptr<RedisClient>* ClusterRouting::ClientFor(
-    int slot, const StoreUrl::Node** address) const {
+const std::shared_ptr<RedisClient>* ClusterRouting::ClientFor(int slot,
+                                                              const RedisNode** address) const {
   int index = -1;
   if (slot >= 0) {
     index = slot_owner[static_cast<size_t>(slot)];
@@ -77,10 +77,10 @@ const std::shared_ptr<RedisClient>* ClusterRouting::ClientFor(
 // ---------------------------------------------------------------------------------------------
 // ClusterClient::Impl: life cycle
 
-ClusterClient::Impl::Impl(ClusterClientOptions options, StoreUrl url,
+ClusterClient::Impl::Impl(ClusterClientOptions options, RedisEndpoint endpoint,
                           const std::shared_ptr<internal::IoThread>& io_thread)
     : options_(std::move(options)),
-      url_(std::move(url)),
+      endpoint_(std::move(endpoint)),
       io_thread_(io_thread),
       io_holder_(io_thread->context()),
       io_(*io_holder_) {}
@@ -145,22 +145,22 @@ void ClusterClient::Impl::Shutdown() {
 }
 
 absl::Status ClusterClient::Impl::AddSeedClient() {
-  const StoreUrl::Node& seed = url_.nodes.front();
+  const RedisNode& seed = endpoint_.nodes.front();
   absl::StatusOr<std::unique_ptr<RedisClient>> made = MakeNodeClient(seed);
   if (!made.ok()) return made.status();
   internal::MutexLock lock(&mu_);
-  clients_.emplace(ClusterNodeKey(seed), std::shared_ptr<RedisClient>(*std::move(made)));
+  clients_.emplace(RedisNodeName(seed), std::shared_ptr<RedisClient>(*std::move(made)));
   return absl::OkStatus();
 }
 
-RedisClientOptions ClusterClient::Impl::NodeOptions(const StoreUrl::Node& node) const {
+RedisClientOptions ClusterClient::Impl::NodeOptions(const RedisNode& node) const {
   RedisClientOptions o = options_.node;
-  o.url = url_.ForNode(node.host, node.port);
+  o.endpoint = endpoint_.ForNode(node.host, node.port);
   return o;
 }
 
 absl::StatusOr<std::unique_ptr<RedisClient>> ClusterClient::Impl::MakeNodeClient(
-    const StoreUrl::Node& node) const {
+    const RedisNode& node) const {
   std::shared_ptr<internal::IoThread> thread = io_thread_.lock();
   if (thread == nullptr) return absl::UnavailableError("redis cluster: client shut down");
   return RedisClient::Create(NodeOptions(node), std::move(thread));
@@ -184,7 +184,7 @@ void ClusterClient::Impl::Dispatch(std::unique_ptr<ClusterCall> call,
   if (target == nullptr) {
     // The slot's primary in the current map.
     std::shared_ptr<const ClusterRouting> routing = Snapshot();
-    const StoreUrl::Node* address = nullptr;
+    const RedisNode* address = nullptr;
     const std::shared_ptr<RedisClient>* client =
         routing != nullptr ? routing->ClientFor(call->slot, &address) : nullptr;
     if (client == nullptr) {
@@ -194,7 +194,7 @@ void ClusterClient::Impl::Dispatch(std::unique_ptr<ClusterCall> call,
           absl::StrCat("redis ", AbslView(call->command.name()), ": ",
                        routing == nullptr ? "the cluster's slot map is not known yet"
                                           : absl::StrCat("no primary serves slot ", call->slot),
-                       " (", url_.Redacted(), ")"));
+                       " (", endpoint_.Redacted(), ")"));
       RetryLater(std::move(call), std::move(why));
       return;
     }
@@ -253,8 +253,8 @@ void ClusterClient::Impl::OnReply(std::unique_ptr<ClusterCall> call,
         asked_.fetch_add(1, std::memory_order_relaxed);
       }
       if (++call->redirects > options_.max_redirects) break;  // A loop: the reply stands.
-      StoreUrl::Node node{.host = redirect->host.empty() ? call->sent_host : redirect->host,
-                          .port = redirect->port};
+      RedisNode node{.host = redirect->host.empty() ? call->sent_host : redirect->host,
+                     .port = redirect->port};
       std::shared_ptr<RedisClient> target = ClientForNode(node);
       if (target == nullptr) break;
       call->sent_host = node.host;
@@ -317,8 +317,8 @@ void ClusterClient::Impl::RetryLater(std::unique_ptr<ClusterCall> call,
   std::move(call->done)(std::move(last));
 }
 
-std::shared_ptr<RedisClient> ClusterClient::Impl::ClientForNode(const StoreUrl::Node& node) {
-  const std::string key = ClusterNodeKey(node);
+std::shared_ptr<RedisClient> ClusterClient::Impl::ClientForNode(const RedisNode& node) {
+  const std::string key = RedisNodeName(node);
   {
     internal::MutexLock lock(&mu_);
     if (closing_) return nullptr;
@@ -398,7 +398,7 @@ absl::Status ClusterClient::Impl::WaitForConnection(milliseconds timeout) {
   }
   if (routing == nullptr || !routing->complete) {
     return absl::DeadlineExceededError(absl::StrCat(
-        "redis cluster ", url_.Redacted(), ": no complete slot map within ", timeout.count(),
+        "redis cluster ", endpoint_.Redacted(), ": no complete slot map within ", timeout.count(),
         "ms (", routing == nullptr ? 0 : routing->covered_slots, " of ", kClusterSlots,
         " slots served)", last_error.ok() ? "" : "; last error: ", last_error.message()));
   }
@@ -455,11 +455,12 @@ ClusterClientStats ClusterClient::Impl::Stats() const {
 
 absl::StatusOr<std::shared_ptr<ClusterClient>> ClusterClient::Create(
     const ClusterClientOptions& options) {
-  const StoreUrl& url = options.node.url;
-  if (url.kind != StoreUrl::Kind::kRedisCluster) {
+  const RedisEndpoint& endpoint = options.node.endpoint;
+  if (endpoint.topology != RedisEndpoint::Topology::kCluster) {
     return absl::InvalidArgumentError("redis cluster: the URL is not redis-cluster://");
   }
-  if (url.nodes.empty()) return absl::InvalidArgumentError("redis cluster: the URL has no hosts");
+  if (endpoint.nodes.empty())
+    return absl::InvalidArgumentError("redis cluster: the URL has no hosts");
   if (options.max_redirects < 1 || options.refresh_interval.count() <= 0 ||
       options.min_refresh_gap.count() < 0 || options.retry_backoff_min.count() <= 0 ||
       options.retry_backoff_max < options.retry_backoff_min) {
@@ -468,12 +469,12 @@ absl::StatusOr<std::shared_ptr<ClusterClient>> ClusterClient::Create(
         "min_refresh_gap >= 0 and 0 < retry_backoff_min <= retry_backoff_max");
   }
   ClusterClientOptions effective = options;
-  // The URL's parameters are the operator's word, as for one server.
-  if (url.command_timeout) effective.node.command_timeout = *url.command_timeout;
-  if (url.connect_timeout) effective.node.connect_timeout = *url.connect_timeout;
-  if (url.connections) effective.node.connections = *url.connections;
+  // The endpoint's parameters are the operator's word, as for one server.
+  if (endpoint.command_timeout) effective.node.command_timeout = *endpoint.command_timeout;
+  if (endpoint.connect_timeout) effective.node.connect_timeout = *endpoint.connect_timeout;
+  if (endpoint.connections) effective.node.connections = *endpoint.connections;
   std::shared_ptr<internal::IoThread> io_thread = internal::IoThread::Start("sluice-cluster");
-  auto impl = std::make_shared<Impl>(std::move(effective), url, io_thread);
+  auto impl = std::make_shared<Impl>(std::move(effective), endpoint, io_thread);
   // The first seed's client is made now, so that options RedisClient refuses (timeouts, TLS
   // files, password_file) fail here; the first refresh asks it for the map.
   if (absl::Status seeded = impl->AddSeedClient(); !seeded.ok()) return seeded;
@@ -502,13 +503,8 @@ ClusterClient::~ClusterClient() {
 
 void ClusterClient::Route(RedisCommand command, std::string_view key, milliseconds timeout,
                           ReplyCallback done) {
-  if (command.empty()) {
-    std::move(done)(absl::InvalidArgumentError("redis: empty command"));
-    return;
-  }
-  if (timeout.count() <= 0) {
-    std::move(done)(absl::InvalidArgumentError(
-        absl::StrCat("redis ", AbslView(command.name()), ": timeout must be positive")));
+  if (absl::Status valid = ValidateCommand(command, timeout); !valid.ok()) {
+    std::move(done)(std::move(valid));
     return;
   }
   auto call = std::make_unique<ClusterCall>();

@@ -1,10 +1,11 @@
 // ClusterClient: the router of a Redis Cluster (redis-cluster://, rediss-cluster://).
 //
-// The slot map comes from any node (first the seeds of the URL, later the primaries and replicas
-// it names) through CLUSTER SHARDS, or CLUSTER SLOTS on servers before Redis 7. Each primary gets
-// one RedisClient (its auto-pipelined connection, from url.ForNode()), and Route() sends a command
-// to the primary serving the CRC16 slot of its key. The map is an immutable snapshot swapped
-// whole, so routing takes one short lock to copy a pointer and never waits for a refresh.
+// The slot map comes from any node (first the seeds of the endpoint, later the primaries and
+// replicas it names) through CLUSTER SHARDS, or CLUSTER SLOTS on servers before Redis 7. Each
+// primary gets one RedisClient (its auto-pipelined connection, from endpoint.ForNode()), and
+// Route() sends a command to the primary serving the CRC16 slot of its key. The map is an immutable
+// snapshot swapped whole, so routing takes one short lock to copy a pointer and never waits for a
+// refresh.
 //
 // What the client does with the cluster's answers (each one proves the command did not run):
 //   MOVED        resend at once to the node named, and refresh the map (coalesced);
@@ -23,8 +24,9 @@
 // carries the key and the others do not write (WAIT after EVALSHA, as ScriptRunner sends).
 //
 // Example:
-//   auto url = ParseStoreUrl("redis-cluster://10.0.0.5:7000,10.0.0.6:7000");
-//   auto cluster = ClusterClient::Create({.node = {.url = *url, .command_timeout = 20ms}});
+//   RedisEndpoint seeds = RedisEndpointFromUrl(*ParseStoreUrl(
+//       "redis-cluster://10.0.0.5:7000,10.0.0.6:7000")).value();  // At the store level.
+//   auto cluster = ClusterClient::Create({.node = {.endpoint = seeds, .command_timeout = 20ms}});
 //   if (!cluster.ok()) return cluster.status();
 //   (*cluster)->Route(RedisCommand::Format({"INCR", "{user:1}:hits"}), "{user:1}:hits", 20ms,
 //                     [](absl::StatusOr<RedisReply> reply) { ... });
@@ -56,8 +58,8 @@
 namespace sluice {
 
 struct ClusterClientOptions {
-  // Options of every node's client. `node.url` is the redis-cluster:// URL: its hosts are the
-  // seeds, and its credentials, TLS settings and parameters apply to each node.
+  // Options of every node's client. `node.endpoint` is the Cluster's (topology kCluster): its hosts
+  // are the seeds, and its credentials, TLS settings and parameters apply to each node.
   RedisClientOptions node = {};
   // The slot map is refreshed this often even when nothing prompts it. Default: 5 s.
   std::chrono::milliseconds refresh_interval{5000};
@@ -90,8 +92,8 @@ class ClusterClient final : public RedisRouter {
   // ClusterClient::Create()
   //
   // Validates `options`, starts the client's thread and the first refresh from the seeds, and
-  // returns without waiting for it (see WaitForConnection()). Returns InvalidArgument for a URL
-  // that is not redis-cluster:// or rediss-cluster://, or options RedisClient::Create() refuses.
+  // returns without waiting for it (see WaitForConnection()). Returns InvalidArgument for an
+  // endpoint that is not a Cluster's, or options RedisClient::Create() refuses.
   static absl::StatusOr<std::shared_ptr<ClusterClient>> Create(const ClusterClientOptions& options);
 
   ClusterClient(const ClusterClient&) = delete;

@@ -29,35 +29,31 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "sluice/store_url.h"
-
 #include "src/store/redis/client/cluster_client.h"
 #include "src/store/redis/client/cluster_topology.h"
 #include "src/store/redis/client/io_thread.h"
+#include "src/store/redis/client/redis_endpoint.h"
 #include "src/util/mutex.h"
 
 namespace sluice {
 
 using ClusterTimePoint = std::chrono::steady_clock::time_point;
 
-// "host:port" ("[::1]:7000" for IPv6): how node clients are keyed.
-std::string ClusterNodeKey(const StoreUrl::Node& node);
-
 // One slot map with the clients of its primaries. Immutable once published.
 struct ClusterRouting {
   // Index = shard index of the map; null where the node's client could not be made.
   std::vector<std::shared_ptr<RedisClient>> primaries;
-  std::vector<StoreUrl::Node> addresses;
+  std::vector<RedisNode> addresses;
   // For each slot, its primary's index, or -1.
   std::vector<int16_t> slot_owner;
   // Every slot has a primary with a client.
   bool complete = false;
   int covered_slots = 0;
   // Where to ask for the next map: primaries, then replicas.
-  std::vector<StoreUrl::Node> candidates;
+  std::vector<RedisNode> candidates;
 
   // The primary for `slot` (any primary for -1) and its address; null if none.
-  const std::shared_ptr<RedisClient>* ClientFor(int slot, const StoreUrl::Node** address) const;
+  const std::shared_ptr<RedisClient>* ClientFor(int slot, const RedisNode** address) const;
 };
 
 // One routed command, carried from attempt to attempt.
@@ -78,7 +74,7 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   using PrimaryListener = RedisRouter::PrimaryListener;
 
   // `io_thread`: the thread of the node clients, held by the ClusterClient.
-  Impl(ClusterClientOptions options, StoreUrl url,
+  Impl(ClusterClientOptions options, RedisEndpoint endpoint,
        const std::shared_ptr<internal::IoThread>& io_thread);
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -100,7 +96,7 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   absl::Status WaitForConnection(std::chrono::milliseconds timeout);
   RedisClientStats RouterStats() const;
   ClusterClientStats Stats() const;
-  std::string Describe() const { return url_.Redacted(); }
+  std::string Describe() const { return endpoint_.Redacted(); }
   std::chrono::milliseconds command_timeout() const { return options_.node.command_timeout; }
 
   // Refresh (cluster_refresh.cc). RequestRefresh() is thread-safe and coalesced.
@@ -112,19 +108,19 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   // deadline leaves no room for another attempt.
   void RetryLater(std::unique_ptr<ClusterCall> call, absl::StatusOr<RedisReply> last);
   // The client for a node named by a redirect: the primary's, or a new one.
-  std::shared_ptr<RedisClient> ClientForNode(const StoreUrl::Node& node);
+  std::shared_ptr<RedisClient> ClientForNode(const RedisNode& node);
   std::shared_ptr<const ClusterRouting> Snapshot() const;
-  RedisClientOptions NodeOptions(const StoreUrl::Node& node) const;
+  RedisClientOptions NodeOptions(const RedisNode& node) const;
   // A client for `node` on the cluster's thread; Unavailable once the ClusterClient is gone.
-  absl::StatusOr<std::unique_ptr<RedisClient>> MakeNodeClient(const StoreUrl::Node& node) const;
+  absl::StatusOr<std::unique_ptr<RedisClient>> MakeNodeClient(const RedisNode& node) const;
   bool OnClusterThread() const;
 
   // Cluster thread only (cluster_refresh.cc).
   void MaybeRefresh();
   void StartRefresh();
   void TryNextCandidate();
-  void AskForMap(const StoreUrl::Node& node);
-  void OnMapReply(const StoreUrl::Node& node, bool slots_command, absl::StatusOr<RedisReply> reply);
+  void AskForMap(const RedisNode& node);
+  void OnMapReply(const RedisNode& node, bool slots_command, absl::StatusOr<RedisReply> reply);
   void FinishRefresh();
   void Install(const ClusterMap& map);
   void SweepRetired();
@@ -132,8 +128,8 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   void NotifyPrimaries(const std::vector<std::shared_ptr<RedisClient>>& primaries);
   void ArmPeriodicRefresh();
 
-  const ClusterClientOptions options_;  // node.* with the URL's overrides applied.
-  const StoreUrl url_;
+  const ClusterClientOptions options_;  // node.* with the endpoint's overrides applied.
+  const RedisEndpoint endpoint_;
 
   // The thread (not owned: see the top of this file) and its io_context (kept alive).
   const std::weak_ptr<internal::IoThread> io_thread_;
@@ -147,7 +143,7 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   bool refreshing_ = false;
   bool refresh_again_ = false;
   ClusterTimePoint last_refresh_end_{};
-  std::vector<StoreUrl::Node> candidates_;
+  std::vector<RedisNode> candidates_;
   size_t next_candidate_ = 0;
   std::optional<ClusterMap> best_map_;
   absl::Status refresh_error_;

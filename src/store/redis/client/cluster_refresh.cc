@@ -2,7 +2,7 @@
 //
 // One refresh at a time: requests made while one runs are folded into one more after it, and
 // refreshes are at least min_refresh_gap apart. A refresh asks the nodes it knows in turn (the
-// current primaries, their replicas, then the URL's seeds) until one answers with a map that
+// current primaries, their replicas, then the endpoint's seeds) until one answers with a map that
 // serves every slot; failing that, it installs the most complete map it was given.
 #include <algorithm>
 #include <utility>
@@ -24,16 +24,11 @@ namespace {
 
 ClusterTimePoint Now() { return Clock::Real().Now(); }
 
-void AddUnique(std::vector<StoreUrl::Node>& nodes, const StoreUrl::Node& node) {
+void AddUnique(std::vector<RedisNode>& nodes, const RedisNode& node) {
   if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
 }
 
 }  // namespace
-
-std::string ClusterNodeKey(const StoreUrl::Node& node) {
-  return node.host.find(':') == std::string::npos ? absl::StrCat(node.host, ":", node.port)
-                                                  : absl::StrCat("[", node.host, "]:", node.port);
-}
 
 void ClusterClient::Impl::RequestRefresh() {
   if (closing_fast_.load(std::memory_order_relaxed)) return;
@@ -84,20 +79,20 @@ void ClusterClient::Impl::StartRefresh() {
   candidates_.clear();
   next_candidate_ = 0;
   if (std::shared_ptr<const ClusterRouting> routing = Snapshot(); routing != nullptr) {
-    for (const StoreUrl::Node& node : routing->candidates) AddUnique(candidates_, node);
+    for (const RedisNode& node : routing->candidates) AddUnique(candidates_, node);
   }
-  for (const StoreUrl::Node& seed : url_.nodes) AddUnique(candidates_, seed);
+  for (const RedisNode& seed : endpoint_.nodes) AddUnique(candidates_, seed);
   // Nodes with a ready connection first: a dead primary's client would make the query wait for a
   // connection attempt (up to connect_timeout where a host black-holes packets).
   std::vector<bool> ready(candidates_.size(), false);
   {
     internal::MutexLock lock(&mu_);
     for (size_t i = 0; i < candidates_.size(); ++i) {
-      auto it = clients_.find(ClusterNodeKey(candidates_[i]));
+      auto it = clients_.find(RedisNodeName(candidates_[i]));
       ready[i] = it != clients_.end() && it->second->Stats().connections_ready > 0;
     }
   }
-  std::vector<StoreUrl::Node> ordered;
+  std::vector<RedisNode> ordered;
   ordered.reserve(candidates_.size());
   for (const bool want : {true, false}) {
     for (size_t i = 0; i < candidates_.size(); ++i) {
@@ -114,10 +109,10 @@ void ClusterClient::Impl::TryNextCandidate() {
     FinishRefresh();
     return;
   }
-  const StoreUrl::Node node = candidates_[next_candidate_++];
+  const RedisNode node = candidates_[next_candidate_++];
   {
     internal::MutexLock lock(&mu_);
-    auto it = clients_.find(ClusterNodeKey(node));
+    auto it = clients_.find(RedisNodeName(node));
     if (it != clients_.end()) asked_client_ = it->second;
   }
   if (asked_client_ == nullptr) {
@@ -132,7 +127,7 @@ void ClusterClient::Impl::TryNextCandidate() {
   AskForMap(node);
 }
 
-void ClusterClient::Impl::AskForMap(const StoreUrl::Node& node) {
+void ClusterClient::Impl::AskForMap(const RedisNode& node) {
   const bool slots_command = use_cluster_slots_;
   // A new client connects first: give the query the connect timeout too.
   const std::chrono::milliseconds timeout =
@@ -154,7 +149,7 @@ void ClusterClient::Impl::AskForMap(const StoreUrl::Node& node) {
                       });
 }
 
-void ClusterClient::Impl::OnMapReply(const StoreUrl::Node& node, bool slots_command,
+void ClusterClient::Impl::OnMapReply(const RedisNode& node, bool slots_command,
                                      absl::StatusOr<RedisReply> reply) {
   if (closing_fast_.load(std::memory_order_relaxed)) {
     refreshing_ = false;
@@ -178,8 +173,9 @@ void ClusterClient::Impl::OnMapReply(const StoreUrl::Node& node, bool slots_comm
     TryNextCandidate();
     return;
   }
-  absl::StatusOr<ClusterMap> map = slots_command ? ParseClusterSlots(*reply, node.host)
-                                                 : ParseClusterShards(*reply, node.host, url_.tls);
+  absl::StatusOr<ClusterMap> map = slots_command
+                                       ? ParseClusterSlots(*reply, node.host)
+                                       : ParseClusterShards(*reply, node.host, endpoint_.tls);
   if (!map.ok()) {
     refresh_error_ = map.status();
     TryNextCandidate();
@@ -206,7 +202,7 @@ void ClusterClient::Impl::FinishRefresh() {
     {
       internal::MutexLock lock(&mu_);
       last_error_ = absl::UnavailableError(
-          absl::StrCat("redis cluster ", url_.Redacted(), ": no node answered with a slot map",
+          absl::StrCat("redis cluster ", endpoint_.Redacted(), ": no node answered with a slot map",
                        refresh_error_.ok() ? "" : ": ", refresh_error_.message()));
     }
     changed_.notify_all();
@@ -232,13 +228,13 @@ void ClusterClient::Impl::Install(const ClusterMap& map) {
     {
       internal::MutexLock lock(&mu_);
       for (const ClusterShard& shard : map.shards) {
-        if (clients_.count(ClusterNodeKey(shard.primary)) == 0) missing.push_back(&shard);
+        if (clients_.count(RedisNodeName(shard.primary)) == 0) missing.push_back(&shard);
       }
     }
     for (const ClusterShard* shard : missing) {
       absl::StatusOr<std::unique_ptr<RedisClient>> made = MakeNodeClient(shard->primary);
       if (made.ok()) {
-        made_here.emplace(ClusterNodeKey(shard->primary), *std::move(made));
+        made_here.emplace(RedisNodeName(shard->primary), *std::move(made));
       } else {
         error = made.status();
       }
@@ -252,7 +248,7 @@ void ClusterClient::Impl::Install(const ClusterMap& map) {
     }
     std::map<std::string, std::shared_ptr<RedisClient>> next;
     for (const ClusterShard& shard : map.shards) {
-      const std::string key = ClusterNodeKey(shard.primary);
+      const std::string key = RedisNodeName(shard.primary);
       std::shared_ptr<RedisClient> client;
       // A client made meanwhile by a redirect wins; ours is retired unused.
       if (auto it = clients_.find(key); it != clients_.end()) {
@@ -266,7 +262,7 @@ void ClusterClient::Impl::Install(const ClusterMap& map) {
       AddUnique(routing->candidates, shard.primary);
     }
     for (const ClusterShard& shard : map.shards) {
-      for (const StoreUrl::Node& replica : shard.replicas) AddUnique(routing->candidates, replica);
+      for (const RedisNode& replica : shard.replicas) AddUnique(routing->candidates, replica);
     }
     for (int16_t owner : routing->slot_owner) {
       if (owner >= 0 && routing->primaries[static_cast<size_t>(owner)] != nullptr) {

@@ -54,7 +54,7 @@ bool ValidRange(int64_t first, int64_t last) {
 }
 
 // Adds `slots` to the shard of `primary`, creating it if new.
-ClusterShard& ShardOf(ClusterMap& map, const StoreUrl::Node& primary) {
+ClusterShard& ShardOf(ClusterMap& map, const RedisNode& primary) {
   for (ClusterShard& shard : map.shards) {
     if (shard.primary == primary) return shard;
   }
@@ -111,8 +111,8 @@ absl::StatusOr<ClusterMap> ParseClusterShards(const RedisReply& reply, std::stri
       return Malformed(kCommand, "a shard without slots and nodes");
     }
     if (slots->elements().empty()) continue;  // A primary without slots (or a failed one).
-    std::optional<StoreUrl::Node> primary;
-    std::vector<StoreUrl::Node> replicas;
+    std::optional<RedisNode> primary;
+    std::vector<RedisNode> replicas;
     for (const RedisReply& node : nodes->elements()) {
       std::optional<int> port = FieldInt(node, "port");
       if (std::optional<int> tls_port = FieldInt(node, "tls-port"); tls && tls_port.has_value()) {
@@ -121,7 +121,7 @@ absl::StatusOr<ClusterMap> ParseClusterShards(const RedisReply& reply, std::stri
       if (!port.has_value() || !ValidPort(*port)) return Malformed(kCommand, "a node's port");
       std::string_view host = FieldText(node, "endpoint");
       if (host.empty() || host == "?") host = FieldText(node, "ip");
-      StoreUrl::Node address{.host = HostOr(host, asked_host), .port = *port};
+      RedisNode address{.host = HostOr(host, asked_host), .port = *port};
       const std::string_view role = FieldText(node, "role");
       if (role == "master") {
         if (!primary.has_value()) primary = std::move(address);
@@ -140,7 +140,7 @@ absl::StatusOr<ClusterMap> ParseClusterShards(const RedisReply& reply, std::stri
       }
       entry.slots.emplace_back(static_cast<int>(first.integer()), static_cast<int>(last.integer()));
     }
-    for (StoreUrl::Node& replica : replicas) entry.replicas.push_back(std::move(replica));
+    for (RedisNode& replica : replicas) entry.replicas.push_back(std::move(replica));
   }
   if (absl::Status ok = CheckNoOverlap(kCommand, map); !ok.ok()) return ok;
   return map;
@@ -149,15 +149,15 @@ absl::StatusOr<ClusterMap> ParseClusterShards(const RedisReply& reply, std::stri
 absl::StatusOr<ClusterMap> ParseClusterSlots(const RedisReply& reply, std::string_view asked_host) {
   constexpr std::string_view kCommand = "CLUSTER SLOTS";
   if (!reply.is_array()) return Malformed(kCommand, "not an array");
-  auto parse_node = [&](const RedisReply& node) -> std::optional<StoreUrl::Node> {
+  auto parse_node = [&](const RedisReply& node) -> std::optional<RedisNode> {
     // [host, port, id, ...]; an unknown endpoint is nil or "?".
     const std::vector<RedisReply>& e = node.elements();
     if (!node.is_array() || e.size() < 2 || !e[1].is_integer() || !ValidPort(e[1].integer())) {
       return std::nullopt;
     }
     if (!e[0].is_nil() && !e[0].is_string()) return std::nullopt;
-    return StoreUrl::Node{.host = HostOr(e[0].str(), asked_host),
-                          .port = static_cast<int>(e[1].integer())};
+    return RedisNode{.host = HostOr(e[0].str(), asked_host),
+                     .port = static_cast<int>(e[1].integer())};
   };
   ClusterMap map;
   for (const RedisReply& range : reply.elements()) {
@@ -166,15 +166,15 @@ absl::StatusOr<ClusterMap> ParseClusterSlots(const RedisReply& reply, std::strin
         !ValidRange(e[0].integer(), e[1].integer())) {
       return Malformed(kCommand, "a slot range");
     }
-    std::optional<StoreUrl::Node> primary = parse_node(e[2]);
+    std::optional<RedisNode> primary = parse_node(e[2]);
     if (!primary.has_value()) return Malformed(kCommand, "a node");
     ClusterShard& shard = ShardOf(map, *primary);
     shard.slots.emplace_back(static_cast<int>(e[0].integer()), static_cast<int>(e[1].integer()));
     for (size_t i = 3; i < e.size(); ++i) {
-      std::optional<StoreUrl::Node> replica = parse_node(e[i]);
+      std::optional<RedisNode> replica = parse_node(e[i]);
       if (!replica.has_value()) return Malformed(kCommand, "a replica");
       bool known = false;
-      for (const StoreUrl::Node& r : shard.replicas) known = known || r == *replica;
+      for (const RedisNode& r : shard.replicas) known = known || r == *replica;
       if (!known) shard.replicas.push_back(*std::move(replica));
     }
   }

@@ -23,19 +23,18 @@
 
 #include "absl/status/statusor.h"
 
-#include "sluice/store_url.h"
-
+#include "src/store/redis/client/redis_endpoint.h"
 #include "src/store/redis/client/redis_reply.h"
 
 namespace sluice {
 
 // One primary with the slots it serves.
 struct ClusterShard {
-  StoreUrl::Node primary = {};
+  RedisNode primary = {};
   // Inclusive slot ranges, in the order reported.
   std::vector<std::pair<int, int>> slots = {};
   // Replicas reported online; not routed to, only asked for the map.
-  std::vector<StoreUrl::Node> replicas = {};
+  std::vector<RedisNode> replicas = {};
 
   friend bool operator==(const ClusterShard&, const ClusterShard&) = default;
 };

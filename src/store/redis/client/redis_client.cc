@@ -2,19 +2,15 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
-#include <cstring>
 #include <future>
 #include <thread>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <hiredis/hiredis.h>
 #include <openssl/ssl.h>
 
 #include "src/store/redis/client/io_thread.h"
@@ -24,96 +20,6 @@
 #include "src/util/strings.h"
 
 namespace sluice {
-
-// ---------------------------------------------------------------------------------------------
-// RedisCommand
-
-void RedisCommand::FreeDeleter::operator()(char* p) const { redisFreeCommand(p); }
-
-RedisCommand RedisCommand::Format(std::span<const std::string_view> argv) {
-  if (argv.empty()) return {};
-  absl::InlinedVector<const char*, 16> ptrs;
-  absl::InlinedVector<size_t, 16> lens;
-  for (std::string_view arg : argv) {
-    ptrs.push_back(arg.empty() ? "" : arg.data());
-    lens.push_back(arg.size());
-  }
-  char* out = nullptr;
-  const int len =
-      redisFormatCommandArgv(&out, static_cast<int>(argv.size()), ptrs.data(), lens.data());
-  RedisCommand command;
-  if (len <= 0) return command;  // Out of memory: an empty command, refused by Send().
-  command.data_.reset(out);
-  command.size_ = static_cast<size_t>(len);
-  return command;
-}
-
-RedisCommand RedisCommand::Format(std::initializer_list<std::string_view> argv) {
-  return Format(std::span<const std::string_view>(argv.begin(), argv.size()));
-}
-
-RedisCommand RedisCommand::Format(const std::vector<std::string>& argv) {
-  absl::InlinedVector<std::string_view, 16> views(argv.begin(), argv.end());
-  return Format(std::span<const std::string_view>(views.data(), views.size()));
-}
-
-std::string_view RedisCommand::name() const { return CommandName(resp().substr(last_offset_)); }
-
-RedisCommand RedisCommand::Pipeline(const std::vector<RedisCommand>& commands) {
-  RedisCommand out;
-  size_t total = 0;
-  for (const RedisCommand& c : commands) {
-    if (c.empty() || c.pipeline_) return out;  // Refused by Send() as an empty command.
-    total += c.size_;
-  }
-  if (commands.empty()) return out;
-  // hiredis allocates formatted commands with malloc and frees them with redisFreeCommand(),
-  // which is free(): the concatenation is allocated the same way.
-  char* data = static_cast<char*>(std::malloc(total));
-  if (data == nullptr) return out;
-  size_t at = 0;
-  for (const RedisCommand& c : commands) {
-    out.last_offset_ = at;
-    std::memcpy(data + at, c.data_.get(), c.size_);
-    at += c.size_;
-  }
-  out.data_.reset(data);
-  out.size_ = total;
-  out.reply_count_ = commands.size();
-  out.pipeline_ = true;
-  return out;
-}
-
-RedisCommand RedisCommand::Prefixed(const RedisCommand& first, const RedisCommand& command) {
-  RedisCommand out;
-  if (first.empty() || first.pipeline_ || command.empty()) return out;
-  const size_t total = first.size_ + command.size_;
-  // Allocated with malloc, as hiredis allocates what redisFreeCommand() (free) releases.
-  char* data = static_cast<char*>(std::malloc(total));
-  if (data == nullptr) return out;
-  std::memcpy(data, first.data_.get(), first.size_);
-  std::memcpy(data + first.size_, command.data_.get(), command.size_);
-  out.data_.reset(data);
-  out.size_ = total;
-  out.reply_count_ = 1 + command.reply_count_;
-  out.pipeline_ = true;
-  out.last_offset_ = first.size_ + command.last_offset_;
-  return out;
-}
-
-RedisCommand RedisCommand::Clone() const {
-  RedisCommand out;
-  if (empty()) return out;
-  char* data = static_cast<char*>(std::malloc(size_));
-  if (data == nullptr) return out;  // Out of memory: an empty command, refused by Send().
-  std::memcpy(data, data_.get(), size_);
-  out.data_.reset(data);
-  out.size_ = size_;
-  out.reply_count_ = reply_count_;
-  out.pipeline_ = pipeline_;
-  out.last_offset_ = last_offset_;
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------
 // RedisClient::Impl: the connections, the I/O threads they run on (the client's own, or one shared
@@ -126,16 +32,18 @@ absl::Status ValidateOptions(const RedisClientOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("redis client options: ", internal::AbslView(what)));
   };
-  if (o.url.kind != StoreUrl::Kind::kRedis) return invalid("url is not a redis:// URL");
-  if (o.url.host.empty()) return invalid("url has no host");
+  if (o.endpoint.topology != RedisEndpoint::Topology::kServer)
+    return invalid("url is not a redis:// URL");
+  if (o.endpoint.host.empty()) return invalid("url has no host");
   if (o.command_timeout.count() <= 0) return invalid("command_timeout must be positive");
   if (o.connect_timeout.count() <= 0) return invalid("connect_timeout must be positive");
   if (o.stall_timeout.count() <= 0) return invalid("stall_timeout must be positive");
   if (o.backoff_min.count() <= 0 || o.backoff_max < o.backoff_min) {
     return invalid("backoff needs 0 < backoff_min <= backoff_max");
   }
-  if (o.connections < 1 || o.connections > StoreUrl::kMaxConnections) {
-    return invalid(absl::StrCat("connections must be in [1, ", StoreUrl::kMaxConnections, "]"));
+  if (o.connections < 1 || o.connections > RedisEndpoint::kMaxConnections) {
+    return invalid(
+        absl::StrCat("connections must be in [1, ", RedisEndpoint::kMaxConnections, "]"));
   }
   if (o.io_threads < 1 || o.io_threads > o.connections) {
     return invalid("io_threads must be in [1, connections]");
@@ -147,7 +55,8 @@ absl::Status ValidateOptions(const RedisClientOptions& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeTlsContext(const StoreUrl& url) {
+absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeTlsContext(
+    const RedisEndpoint& endpoint) {
   namespace ssl = boost::asio::ssl;
   auto fail = [](std::string_view what, const boost::system::error_code& ec) {
     return absl::InvalidArgumentError(
@@ -161,11 +70,11 @@ absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeTlsContext(const 
   }
   SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
   boost::system::error_code ec;
-  if (url.tls_verify) {
+  if (endpoint.tls_verify) {
     ctx->set_verify_mode(ssl::verify_peer, ec);
-    if (!url.tls_ca_file.empty()) {
-      if (ctx->load_verify_file(url.tls_ca_file, ec); ec) {
-        return fail(absl::StrCat("cannot load tls_ca_file ", url.tls_ca_file), ec);
+    if (!endpoint.tls_ca_file.empty()) {
+      if (ctx->load_verify_file(endpoint.tls_ca_file, ec); ec) {
+        return fail(absl::StrCat("cannot load tls_ca_file ", endpoint.tls_ca_file), ec);
       }
     } else if (ctx->set_default_verify_paths(ec); ec) {
       return fail("cannot load the system CA certificates", ec);
@@ -173,12 +82,12 @@ absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeTlsContext(const 
   } else {
     ctx->set_verify_mode(ssl::verify_none, ec);
   }
-  if (!url.tls_cert_file.empty()) {
-    if (ctx->use_certificate_chain_file(url.tls_cert_file, ec); ec) {
-      return fail(absl::StrCat("cannot load tls_cert_file ", url.tls_cert_file), ec);
+  if (!endpoint.tls_cert_file.empty()) {
+    if (ctx->use_certificate_chain_file(endpoint.tls_cert_file, ec); ec) {
+      return fail(absl::StrCat("cannot load tls_cert_file ", endpoint.tls_cert_file), ec);
     }
-    if (ctx->use_private_key_file(url.tls_key_file, ssl::context::pem, ec); ec) {
-      return fail(absl::StrCat("cannot load tls_key_file ", url.tls_key_file), ec);
+    if (ctx->use_private_key_file(endpoint.tls_key_file, ssl::context::pem, ec); ec) {
+      return fail(absl::StrCat("cannot load tls_key_file ", endpoint.tls_key_file), ec);
     }
   }
   return ctx;
@@ -273,7 +182,7 @@ class RedisClient::Impl final : public internal::ConnectionObserver,
     // the caller's reads of its message.
     if (last_error_fatal_) return {last_error_.code(), last_error_.message()};
     return absl::DeadlineExceededError(
-        absl::StrCat("redis ", config_.endpoint, ": no connection within ", timeout.count(), "ms",
+        absl::StrCat("redis ", config_.host_port, ": no connection within ", timeout.count(), "ms",
                      last_error_.ok() ? "" : "; last error: ", last_error_.message()));
   }
 
@@ -314,28 +223,28 @@ absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Create(
     const RedisClientOptions& options, std::shared_ptr<internal::IoThread> io_thread) {
   RedisClientOptions o = options;
   if (io_thread != nullptr) o.io_threads = 1;
-  if (o.url.command_timeout) o.command_timeout = *o.url.command_timeout;
-  if (o.url.connect_timeout) o.connect_timeout = *o.url.connect_timeout;
-  if (o.url.connections) o.connections = *o.url.connections;
+  if (o.endpoint.command_timeout) o.command_timeout = *o.endpoint.command_timeout;
+  if (o.endpoint.connect_timeout) o.connect_timeout = *o.endpoint.connect_timeout;
+  if (o.endpoint.connections) o.connections = *o.endpoint.connections;
   o.io_threads = std::min(o.io_threads, o.connections);
   if (absl::Status valid = ValidateOptions(o); !valid.ok()) return valid;
-  if (!o.url.password_file.empty()) {
+  if (!o.endpoint.password_file.empty()) {
     // Checked now so that a typo fails at start-up; re-read on every connect for rotation.
-    if (absl::StatusOr<std::string> pw = internal::ReadPasswordFile(o.url.password_file);
+    if (absl::StatusOr<std::string> pw = internal::ReadPasswordFile(o.endpoint.password_file);
         !pw.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("redis client options: ", pw.status().message()));
     }
   }
   std::shared_ptr<boost::asio::ssl::context> tls_context;
-  if (o.url.tls) {
-    absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> made = MakeTlsContext(o.url);
+  if (o.endpoint.tls) {
+    absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> made = MakeTlsContext(o.endpoint);
     if (!made.ok()) return made.status();
     tls_context = *std::move(made);
   }
   internal::ConnectionConfig config{
-      .url = o.url,
-      .endpoint = o.url.HostPort(),
+      .endpoint = o.endpoint,
+      .host_port = o.endpoint.HostPort(),
       .command_timeout = o.command_timeout,
       .connect_timeout = o.connect_timeout,
       .backoff_min = o.backoff_min,
@@ -356,7 +265,7 @@ absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Create(
       threads.push_back(internal::IoThread::Start("sluice-redis"));
     }
   }
-  auto impl = std::make_shared<Impl>(std::move(config), o.url.Redacted());
+  auto impl = std::make_shared<Impl>(std::move(config), o.endpoint.Redacted());
   impl->Start(o, threads);
   return std::unique_ptr<RedisClient>(new RedisClient(std::move(threads), std::move(impl)));
 }
@@ -378,13 +287,8 @@ void RedisClient::Send(RedisCommand command, ReplyCallback done) {
 
 void RedisClient::Send(RedisCommand command, std::chrono::milliseconds timeout,
                        ReplyCallback done) {
-  if (command.empty()) {
-    std::move(done)(absl::InvalidArgumentError("redis: empty command"));
-    return;
-  }
-  if (timeout.count() <= 0) {
-    std::move(done)(absl::InvalidArgumentError(
-        absl::StrCat("redis ", internal::AbslView(command.name()), ": timeout must be positive")));
+  if (absl::Status valid = ValidateCommand(command, timeout); !valid.ok()) {
+    std::move(done)(std::move(valid));
     return;
   }
   impl_->PickConnection().Submit(std::move(command), timeout, std::move(done));

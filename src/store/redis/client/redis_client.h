@@ -10,13 +10,13 @@
 // late reply is read and discarded in order. A connection lost with commands in flight fails them
 // with Unavailable ("outcome unknown"); they are not resent either. The client then reconnects on
 // its own, with exponential backoff and full jitter; each connect runs AUTH (password, or ACL user
-// and password, from the URL or a file) and SELECT before any command. While a connection attempt
-// is running, commands wait in a bounded queue (each still bounded by its deadline); while the
-// client waits out a backoff delay, commands fail fast with Unavailable.
+// and password, from the endpoint or a file) and SELECT before any command. While a connection
+// attempt is running, commands wait in a bounded queue (each still bounded by its deadline); while
+// the client waits out a backoff delay, commands fail fast with Unavailable.
 //
 // Example:
-//   absl::StatusOr<StoreUrl> url = ParseStoreUrl("redis://127.0.0.1:6379/0");
-//   auto client = RedisClient::Create({.url = *url, .command_timeout = 20ms});
+//   RedisEndpoint endpoint{.host = "127.0.0.1", .nodes = {{.host = "127.0.0.1"}}};
+//   auto client = RedisClient::Create({.endpoint = endpoint, .command_timeout = 20ms});
 //   if (!client.ok()) return client.status();
 //   (*client)->Send({"INCR", "hits"}, [](absl::StatusOr<RedisReply> reply) {
 //     // Runs on the client's I/O thread.
@@ -36,7 +36,6 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,8 +44,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#include "sluice/store_url.h"
-
+#include "src/store/redis/client/redis_client_stats.h"
+#include "src/store/redis/client/redis_command.h"
+#include "src/store/redis/client/redis_endpoint.h"
 #include "src/store/redis/client/redis_reply.h"
 #include "src/store/redis/client/redis_router.h"
 
@@ -55,69 +55,11 @@ namespace internal {
 class IoThread;
 }  // namespace internal
 
-// RedisCommand: one command, RESP-formatted by hiredis when it is made (on the caller's thread,
-// off the I/O thread). Move-only; a default-constructed or failed command is empty.
-class RedisCommand {
- public:
-  RedisCommand() = default;
-
-  // RedisCommand::Format()
-  //
-  // Returns `argv` as a RESP array of bulk strings. Arguments are binary-safe and copied, so the
-  // views need not outlive the call. Returns an empty command for an empty `argv`.
-  static RedisCommand Format(std::span<const std::string_view> argv);
-  static RedisCommand Format(std::initializer_list<std::string_view> argv);
-  static RedisCommand Format(const std::vector<std::string>& argv);
-
-  // RedisCommand::Pipeline()
-  //
-  // Returns `commands` as one command that a connection writes in one piece, so that nothing
-  // another caller sends runs between them (ASKING before the command it allows; WAIT right
-  // after the write it waits for). Its reply is an array holding each command's reply in order,
-  // error replies included. REQUIRES: at least one command, none empty, none itself a pipeline.
-  static RedisCommand Pipeline(const std::vector<RedisCommand>& commands);
-
-  // RedisCommand::Prefixed()
-  //
-  // Returns a pipeline of `first` followed by `command` (every command of it, if it is a
-  // pipeline), written in one piece: ASKING before a command redirected by ASK. Its reply is an
-  // array of `first`'s reply and then `command`'s replies, flattened. REQUIRES: neither empty,
-  // `first` not a pipeline.
-  static RedisCommand Prefixed(const RedisCommand& first, const RedisCommand& command);
-
-  // RedisCommand::Clone()
-  //
-  // Returns a copy of the command (its bytes are copied), for a router that may have to resend
-  // it after the server proved it did not run (MOVED, ASK, TRYAGAIN).
-  RedisCommand Clone() const;
-
-  bool empty() const { return size_ == 0; }
-  // The RESP bytes (of every command of a pipeline, back to back).
-  std::string_view resp() const { return {data_.get(), size_}; }
-  // The command name (argv[0]; of the last command of a pipeline), for errors and logs.
-  std::string_view name() const;
-  // How many replies the command gets: 1, or the number of commands of a pipeline.
-  size_t reply_count() const { return reply_count_; }
-  // True for a command made by Pipeline(): its replies are delivered as one array.
-  bool is_pipeline() const { return pipeline_; }
-
- private:
-  struct FreeDeleter {
-    void operator()(char* p) const;
-  };
-  std::unique_ptr<char, FreeDeleter> data_;
-  size_t size_ = 0;
-  size_t reply_count_ = 1;
-  bool pipeline_ = false;
-  // Offset in resp() of the last command, for name().
-  size_t last_offset_ = 0;
-};
-
 struct RedisClientOptions {
   // Where to connect and how to authenticate (host, port, TLS, user, password or password_file,
-  // db). REQUIRES: url.kind == kRedis. Its timeout_ms, connect_timeout_ms and connections, when
-  // present, override the fields below: the URL is the operator's word.
-  StoreUrl url = {};
+  // db). REQUIRES: endpoint.topology == kServer. Its command_timeout, connect_timeout and
+  // connections, when present, override the fields below: they are the operator's word.
+  RedisEndpoint endpoint = {};
   // Deadline of each command, from Send() to its reply. Default: 50 ms, a few hundred times a
   // loopback round trip, long enough to ride out scheduler hiccups (CPU quota throttling) without
   // false timeouts, short enough that a hung Redis costs one bounded wait before the failure
@@ -166,25 +108,6 @@ struct RedisClientOptions {
   // missed) and each message (["message", channel, payload]). Must not block.
   // REQUIRES: set if and only if `subscribe` is not empty.
   std::function<void(const RedisReply&)> on_message = {};
-};
-
-// Counters of a client, summed over its connections. Read without stopping the client, so values
-// may be slightly outdated relative to each other.
-struct RedisClientStats {
-  uint64_t commands_sent = 0;     // Commands written to a socket (handshake commands included).
-  uint64_t writes = 0;            // Socket writes; commands_sent / writes is the coalescing.
-  uint64_t replies = 0;           // Replies read, including late ones.
-  uint64_t timeouts = 0;          // Commands failed with DeadlineExceeded.
-  uint64_t late_replies = 0;      // Replies discarded because their command had timed out.
-  uint64_t rejected = 0;          // Commands failed fast without being sent.
-  uint64_t lost = 0;              // Commands failed because their connection was lost.
-  uint64_t connects = 0;          // Successful connects (first and re-connects).
-  uint64_t connect_failures = 0;  // Failed connection attempts.
-  uint64_t disconnects = 0;       // Established connections lost.
-  int connections = 0;            // Configured connections.
-  int connections_ready = 0;      // Connections currently ready for commands.
-  size_t in_flight = 0;           // Commands written and awaiting replies (or discarding).
-  size_t queued = 0;              // Commands waiting to be written.
 };
 
 // A RedisClient is the router of a single server (redis_router.h): Route() ignores the key.
@@ -254,7 +177,7 @@ class RedisClient final : public RedisRouter, public std::enable_shared_from_thi
 
   // RedisClient::Endpoint()
   //
-  // Returns the redacted URL of the server, for logs.
+  // Returns the redacted endpoint of the server (RedisEndpoint::Redacted()), for logs.
   const std::string& Endpoint() const;
 
   // RedisRouter: one server serves every key.

@@ -88,24 +88,24 @@ void RedisConnection::StartConnect() {
   connect_timer_.async_wait(
       [this, self = shared_from_this(), epoch](const boost::system::error_code& ec) {
         if (ec || epoch != epoch_) return;
-        FailConnection(absl::UnavailableError(absl::StrCat("redis ", config_.endpoint,
+        FailConnection(absl::UnavailableError(absl::StrCat("redis ", config_.host_port,
                                                            ": connect timed out after ",
                                                            config_.connect_timeout.count(), "ms")));
       });
   boost::system::error_code ec;
-  const boost::asio::ip::address address = boost::asio::ip::make_address(config_.url.host, ec);
+  const boost::asio::ip::address address = boost::asio::ip::make_address(config_.endpoint.host, ec);
   if (!ec) {
-    ConnectTo(epoch, {Tcp::endpoint(address, static_cast<uint16_t>(config_.url.port))});
+    ConnectTo(epoch, {Tcp::endpoint(address, static_cast<uint16_t>(config_.endpoint.port))});
     return;
   }
   // Resolved on every attempt, so a failover that moves a DNS name is followed.
   resolver_.async_resolve(
-      config_.url.host, std::to_string(config_.url.port),
+      config_.endpoint.host, std::to_string(config_.endpoint.port),
       [this, self = shared_from_this(), epoch](const boost::system::error_code& ec,
                                                const Tcp::resolver::results_type& found) {
         if (epoch != epoch_) return;
         if (ec) {
-          FailConnection(TransportError(config_.endpoint, "resolve", ec));
+          FailConnection(TransportError(config_.host_port, "resolve", ec));
           return;
         }
         std::vector<Tcp::endpoint> endpoints;
@@ -125,7 +125,7 @@ void RedisConnection::ConnectTo(uint64_t epoch, const std::vector<Tcp::endpoint>
 void RedisConnection::OnConnected(uint64_t epoch, const boost::system::error_code& ec) {
   if (epoch != epoch_) return;
   if (ec) {
-    FailConnection(TransportError(config_.endpoint, "connect", ec));
+    FailConnection(TransportError(config_.host_port, "connect", ec));
     return;
   }
   boost::system::error_code ignored;
@@ -137,21 +137,22 @@ void RedisConnection::OnConnected(uint64_t epoch, const boost::system::error_cod
     StartHandshake(epoch);
     return;
   }
-  const std::string& name =
-      config_.url.tls_server_name.empty() ? config_.url.host : config_.url.tls_server_name;
+  const std::string& name = config_.endpoint.tls_server_name.empty()
+                                ? config_.endpoint.host
+                                : config_.endpoint.tls_server_name;
   try {
     transport_->tls = std::make_unique<TlsStream>(transport_->socket, *config_.tls_context);
   } catch (const boost::system::system_error& e) {
-    FailConnection(TransportError(config_.endpoint, "TLS setup", e.code()));
+    FailConnection(TransportError(config_.host_port, "TLS setup", e.code()));
     return;
   }
   // SNI carries names only; an IP address is verified against the certificate's IP SANs.
   if (!IsIpAddress(name)) SSL_set_tlsext_host_name(transport_->tls->native_handle(), name.c_str());
-  if (config_.url.tls_verify) {
+  if (config_.endpoint.tls_verify) {
     boost::system::error_code verify_ec;
     transport_->tls->set_verify_callback(boost::asio::ssl::host_name_verification(name), verify_ec);
     if (verify_ec) {
-      FailConnection(TransportError(config_.endpoint, "TLS setup", verify_ec));
+      FailConnection(TransportError(config_.host_port, "TLS setup", verify_ec));
       return;
     }
   }
@@ -160,7 +161,7 @@ void RedisConnection::OnConnected(uint64_t epoch, const boost::system::error_cod
                                               t = transport_](const boost::system::error_code& ec) {
         if (epoch != epoch_) return;
         if (ec) {
-          FailConnection(TransportError(config_.endpoint, "TLS handshake", ec));
+          FailConnection(TransportError(config_.host_port, "TLS handshake", ec));
           return;
         }
         StartHandshake(epoch);
@@ -171,9 +172,9 @@ void RedisConnection::OnConnected(uint64_t epoch, const boost::system::error_cod
 // in one write, or a PING when there is nothing to set up, to prove the server answers; the
 // connection is ready when the last reply arrives.
 void RedisConnection::StartHandshake(uint64_t epoch) {
-  std::string password = config_.url.password;
-  if (!config_.url.password_file.empty()) {
-    absl::StatusOr<std::string> from_file = ReadPasswordFile(config_.url.password_file);
+  std::string password = config_.endpoint.password;
+  if (!config_.endpoint.password_file.empty()) {
+    absl::StatusOr<std::string> from_file = ReadPasswordFile(config_.endpoint.password_file);
     if (!from_file.ok()) {
       FailConnection(from_file.status());
       return;
@@ -183,12 +184,13 @@ void RedisConnection::StartHandshake(uint64_t epoch) {
   std::vector<std::pair<std::string_view, RedisCommand>> steps;
   if (!password.empty()) {
     steps.emplace_back("AUTH",
-                       config_.url.username.empty()
+                       config_.endpoint.username.empty()
                            ? RedisCommand::Format({"AUTH", password})
-                           : RedisCommand::Format({"AUTH", config_.url.username, password}));
+                           : RedisCommand::Format({"AUTH", config_.endpoint.username, password}));
   }
-  if (config_.url.db != 0) {
-    steps.emplace_back("SELECT", RedisCommand::Format({"SELECT", std::to_string(config_.url.db)}));
+  if (config_.endpoint.db != 0) {
+    steps.emplace_back("SELECT",
+                       RedisCommand::Format({"SELECT", std::to_string(config_.endpoint.db)}));
   }
   if (!config_.client_name.empty()) {
     steps.emplace_back("CLIENT SETNAME",
@@ -222,7 +224,7 @@ void RedisConnection::OnHandshakeReply(uint64_t epoch, std::string_view step, bo
   if (epoch != epoch_ || !reply.ok()) return;
   if (reply->is_error()) {
     const std::string& text = reply->str();
-    const std::string prefix = absl::StrCat("redis ", config_.endpoint, ": ");
+    const std::string prefix = absl::StrCat("redis ", config_.host_port, ": ");
     if (IsTransientReplyError(ClassifyReply(*reply))) {
       // LOADING, BUSY, ...: the server is not ready for commands yet; try again after a backoff.
       FailConnection(
@@ -241,7 +243,7 @@ void RedisConnection::OnHandshakeReply(uint64_t epoch, std::string_view step, bo
     }
     if (step == "SELECT") {
       FailConnection(absl::InvalidArgumentError(
-          absl::StrCat(prefix, "SELECT ", config_.url.db, " failed: ", text)));
+          absl::StrCat(prefix, "SELECT ", config_.endpoint.db, " failed: ", text)));
       return;
     }
     if (step == "ROLE" || step == "SUBSCRIBE") {
@@ -261,9 +263,9 @@ void RedisConnection::OnHandshakeReply(uint64_t epoch, std::string_view step, bo
     const std::string role =
         reply->is_array() && !reply->elements().empty() ? reply->elements()[0].str() : "";
     if (role != "master") {
-      FailConnection(absl::UnavailableError(absl::StrCat("redis ", config_.endpoint, ": ROLE says ",
-                                                         role.empty() ? reply->DebugString() : role,
-                                                         ", not master: not the primary")));
+      FailConnection(absl::UnavailableError(absl::StrCat(
+          "redis ", config_.host_port, ": ROLE says ", role.empty() ? reply->DebugString() : role,
+          ", not master: not the primary")));
       return;
     }
   } else if (step == "SUBSCRIBE" && config_.on_message) {
@@ -279,7 +281,7 @@ void RedisConnection::BecomeReady() {
     if (LogPermit p = config_.connection_log->Acquire(); p.log) {
       spdlog::info(
           "redis {}: connected again after {} failed attempts, {} ms without a connection{}",
-          config_.url.Redacted(), failed_attempts_,
+          config_.endpoint.Redacted(), failed_attempts_,
           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::Real().Now() - *down_since_)
               .count(),
           SuppressedNote(p.suppressed));
@@ -340,18 +342,18 @@ void RedisConnection::FailConnection(const absl::Status& error) {
   FailAll(lost, [&](const Request& r) { return CommandLostError(r.command.name(), error); });
   rejected_.fetch_add(unsent.size(), std::memory_order_relaxed);
   FailAll(unsent, [&](const Request& r) {
-    return NotConnectedError(r.command.name(), config_.endpoint, error);
+    return NotConnectedError(r.command.name(), config_.host_port, error);
   });
 }
 
 // A lost connection is logged, and so is the first failed attempt of a series; the attempts after
 // it are not (they retry with backoff, connect_failures counts them), until "connected again".
-// The messages name the server by its redacted URL, never a password.
+// The messages name the server by its redacted endpoint (a URL), never a password.
 void RedisConnection::LogConnectionDown(const absl::Status& error, bool was_ready) {
   if (!down_since_.has_value()) down_since_ = Clock::Real().Now();
   if (!was_ready && failed_attempts_ != 1) return;
   if (LogPermit p = config_.connection_log->Acquire(); p.log) {
-    spdlog::warn("redis {}: {}: {}; {}{}", config_.url.Redacted(),
+    spdlog::warn("redis {}: {}: {}; {}{}", config_.endpoint.Redacted(),
                  was_ready ? "connection lost" : "cannot connect", StdView(error.message()),
                  was_ready ? "reconnecting" : "retrying with backoff",
                  SuppressedNote(p.suppressed));
@@ -388,7 +390,7 @@ void RedisConnection::DoShutdown() {
     unsent.swap(submitted_);
   }
   const absl::Status cause =
-      absl::UnavailableError(absl::StrCat("redis ", config_.endpoint, ": client shut down"));
+      absl::UnavailableError(absl::StrCat("redis ", config_.host_port, ": client shut down"));
   FailAll(lost, [&](const Request& r) { return CommandLostError(r.command.name(), cause); });
   FailAll(unsent, [&](const Request& r) {
     return absl::UnavailableError(

@@ -48,10 +48,10 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "sluice/store_url.h"
-
-#include "src/store/redis/client/redis_client.h"
+#include "src/store/redis/client/redis_client_stats.h"
+#include "src/store/redis/client/redis_command.h"
 #include "src/store/redis/client/redis_connection_queue.h"
+#include "src/store/redis/client/redis_endpoint.h"
 #include "src/store/redis/client/redis_reply_reader.h"
 #include "src/util/log_throttle.h"
 #include "src/util/mutex.h"
@@ -62,8 +62,8 @@ using TimePoint = std::chrono::steady_clock::time_point;
 
 // What every connection of one client shares; each connection keeps a copy.
 struct ConnectionConfig {
-  StoreUrl url;
-  std::string endpoint;  // url.HostPort(), for messages.
+  RedisEndpoint endpoint;
+  std::string host_port;  // endpoint.HostPort(), for messages.
   std::chrono::milliseconds command_timeout{0};
   std::chrono::milliseconds connect_timeout{0};
   std::chrono::milliseconds backoff_min{0};
@@ -101,7 +101,7 @@ class ConnectionObserver {
 // with an array of them.
 struct Request {
   RedisCommand command;
-  RedisClient::ReplyCallback done;
+  RedisReplyCallback done;
   TimePoint deadline = TimePoint::max();
   std::chrono::milliseconds timeout{0};
   // Replies of a pipeline received so far (kept only while `done` is set), and their count.
@@ -127,8 +127,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   // Starts the first connection attempt (asynchronously). REQUIRES: owned by a shared_ptr.
   void Start();
   // See RedisClient::Send(). REQUIRES: !command.empty().
-  void Submit(RedisCommand command, std::chrono::milliseconds timeout,
-              RedisClient::ReplyCallback done);
+  void Submit(RedisCommand command, std::chrono::milliseconds timeout, RedisReplyCallback done);
   // Closes the connection and fails everything pending with Unavailable (asynchronously, on the
   // I/O thread), then calls `then` there, if set: from then on the observer is never called
   // again, so `then` may release it. Idempotent (`then` runs each time).

@@ -35,22 +35,22 @@ bool IsPublishedMessage(const RedisReply& reply) {
 }  // namespace
 
 void RedisConnection::Submit(RedisCommand command, std::chrono::milliseconds timeout,
-                             RedisClient::ReplyCallback done) {
+                             RedisReplyCallback done) {
   const TimePoint deadline = Now() + timeout;
   absl::Status rejected;
-  RedisClient::ReplyCallback rejected_done;
+  RedisReplyCallback rejected_done;
   bool wake = false;
   {
     MutexLock lock(&mu_);
     if (state_ == State::kBackoff) {
-      rejected = NotConnectedError(command.name(), config_.endpoint, last_error_);
+      rejected = NotConnectedError(command.name(), config_.host_port, last_error_);
     } else if (state_ == State::kClosed) {
       rejected = absl::UnavailableError(
           absl::StrCat("redis ", AbslView(command.name()), ": client shut down"));
     } else if (submitted_.size() >= config_.max_queued_commands) {
       rejected = absl::UnavailableError(
           absl::StrCat("redis ", AbslView(command.name()), ": ", submitted_.size(),
-                       " commands already queued for ", config_.endpoint));
+                       " commands already queued for ", config_.host_port));
     }
     if (!rejected.ok()) {
       rejected_done = std::move(done);
@@ -142,7 +142,7 @@ void RedisConnection::OnWrite(uint64_t epoch, const boost::system::error_code& e
   writing_ = false;
   transport_->write_buf.clear();  // Keeps its capacity for the next batch.
   if (ec) {
-    FailConnection(TransportError(config_.endpoint, "write", ec));
+    FailConnection(TransportError(config_.host_port, "write", ec));
     return;
   }
   TryWrite();
@@ -162,9 +162,9 @@ void RedisConnection::OnRead(uint64_t epoch, const boost::system::error_code& ec
   if (epoch != epoch_) return;
   if (ec) {
     FailConnection(IsConnectionClosed(ec)
-                       ? absl::UnavailableError(absl::StrCat("redis ", config_.endpoint,
+                       ? absl::UnavailableError(absl::StrCat("redis ", config_.host_port,
                                                              ": connection closed by the server"))
-                       : TransportError(config_.endpoint, "read", ec));
+                       : TransportError(config_.host_port, "read", ec));
     return;
   }
   last_progress_ = Now();
@@ -187,7 +187,7 @@ void RedisConnection::OnRead(uint64_t epoch, const boost::system::error_code& ec
     }
     if (inflight_.empty()) {
       FailConnection(absl::InternalError(
-          absl::StrCat("redis ", config_.endpoint, ": a reply arrived with no command waiting")));
+          absl::StrCat("redis ", config_.host_port, ": a reply arrived with no command waiting")));
       return;
     }
     Bump(replies_);
@@ -269,7 +269,7 @@ void RedisConnection::OnDeadlineTimer() {
       continue;
     }
     Bump(timeouts_);
-    RedisClient::ReplyCallback done = std::move(r.done);
+    RedisReplyCallback done = std::move(r.done);
     r.done = nullptr;
     r.replies.clear();  // A pipeline's tombstone only counts the replies still to come.
     std::move(done)(CommandTimeoutError(r.command.name(), r.timeout));
@@ -283,12 +283,12 @@ void RedisConnection::OnDeadlineTimer() {
     const TimePoint overdue_at =
         std::max(inflight_.front().deadline, last_reply_ + config_.stall_timeout);
     if (now >= stall_at) {
-      FailConnection(absl::UnavailableError(
-          absl::StrCat("redis ", config_.endpoint, ": no reply for ", config_.stall_timeout.count(),
-                       "ms with commands waiting; connection presumed dead")));
+      FailConnection(absl::UnavailableError(absl::StrCat(
+          "redis ", config_.host_port, ": no reply for ", config_.stall_timeout.count(),
+          "ms with commands waiting; connection presumed dead")));
     } else if (now >= overdue_at) {
       FailConnection(absl::UnavailableError(absl::StrCat(
-          "redis ", config_.endpoint, ": reply to ", AbslView(inflight_.front().command.name()),
+          "redis ", config_.host_port, ": reply to ", AbslView(inflight_.front().command.name()),
           " still incomplete ", config_.stall_timeout.count(),
           "ms after the last reply and past its deadline (",
           reader_ != nullptr ? reader_->pending_bytes() : 0,

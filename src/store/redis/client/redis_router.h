@@ -27,19 +27,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+#include "src/store/redis/client/redis_command.h"
 #include "src/store/redis/client/redis_reply.h"
 
 namespace sluice {
 
 class RedisClient;
-class RedisCommand;
 struct RedisClientStats;
 
 class RedisRouter {
  public:
-  // Completion of one command: the reply (an error reply is a RedisReply, not a failed status) or
-  // a transport failure (see redis_error.h). Called exactly once.
-  using ReplyCallback = absl::AnyInvocable<void(absl::StatusOr<RedisReply>) &&>;
+  // Completion of one command (redis_command.h).
+  using ReplyCallback = RedisReplyCallback;
 
   RedisRouter() = default;
   RedisRouter(const RedisRouter&) = delete;
@@ -91,7 +90,7 @@ class RedisRouter {
 
   // RedisRouter::Describe()
   //
-  // Returns the redacted URL of the deployment, for logs ("redis-cluster://h1:7000,h2:7001").
+  // Returns the redacted endpoint of the deployment, for logs ("redis-cluster://h1:7000,h2:7001").
   virtual std::string Describe() const = 0;
 
   // RedisRouter::DefaultTimeout()

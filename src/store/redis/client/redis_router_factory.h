@@ -1,8 +1,8 @@
-// CreateRedisRouter(): the router (redis_router.h) for a store URL's topology.
+// CreateRedisRouter(): the router (redis_router.h) for an endpoint's topology.
 //
-//   redis://, rediss://                    RedisClient (one server)
-//   redis-cluster://, rediss-cluster://    ClusterClient (slots routed to their primaries)
-//   redis-sentinel://, rediss-sentinel://  SentinelClient (the primary the Sentinels name)
+//   kServer    (redis://, rediss://)                    RedisClient (one server)
+//   kCluster   (redis-cluster://, rediss-cluster://)    ClusterClient (slots routed to primaries)
+//   kSentinel  (redis-sentinel://, rediss-sentinel://)  SentinelClient (the primary Sentinels name)
 //
 // Thread safety: thread-safe.
 #ifndef SLUICE_STORE_REDIS_CLIENT_REDIS_ROUTER_FACTORY_H_
@@ -19,8 +19,8 @@ namespace sluice {
 
 // CreateRedisRouter()
 //
-// Returns a router for `options.url` that connects in the background, or InvalidArgument for bad
-// options (as RedisClient::Create()). `options` applies to every server the router connects to.
+// Returns a router for `options.endpoint` that connects in the background, or InvalidArgument for
+// bad options (as RedisClient::Create()). `options` applies to every server the router connects to.
 absl::StatusOr<std::shared_ptr<RedisRouter>> CreateRedisRouter(const RedisClientOptions& options);
 
 }  // namespace sluice

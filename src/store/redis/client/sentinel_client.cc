@@ -43,11 +43,11 @@ absl::Status ValidateSentinelOptions(const SentinelClientOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("redis-sentinel client options: ", internal::AbslView(what)));
   };
-  if (o.node.url.kind != StoreUrl::Kind::kRedisSentinel) {
+  if (o.node.endpoint.topology != RedisEndpoint::Topology::kSentinel) {
     return invalid("url is not a redis-sentinel:// URL");
   }
-  if (o.node.url.nodes.empty()) return invalid("url names no Sentinel");
-  if (o.node.url.primary_name.empty()) return invalid("url names no primary");
+  if (o.node.endpoint.nodes.empty()) return invalid("url names no Sentinel");
+  if (o.node.endpoint.primary_name.empty()) return invalid("url names no primary");
   if (o.poll_interval.count() <= 0 || o.min_rediscovery_gap.count() <= 0 ||
       o.retire_timeout.count() <= 0) {
     return invalid("poll_interval, min_rediscovery_gap and retire_timeout must be positive");
@@ -59,11 +59,6 @@ absl::Status ValidateSentinelOptions(const SentinelClientOptions& o) {
 }
 
 }  // namespace
-
-std::string internal::NodeName(const StoreUrl::Node& node) {
-  return node.host.find(':') == std::string::npos ? absl::StrCat(node.host, ":", node.port)
-                                                  : absl::StrCat("[", node.host, "]:", node.port);
-}
 
 void internal::AddClientCounters(RedisClientStats& to, const RedisClientStats& from) {
   to.commands_sent += from.commands_sent;
@@ -136,11 +131,13 @@ SentinelClientStats SentinelClient::Stats() const { return impl_->Stats(); }
 
 SentinelClient::Impl::Impl(const SentinelClientOptions& options)
     : options_(options),
-      command_timeout_(options.node.url.command_timeout.value_or(options.node.command_timeout)),
-      connect_timeout_(options.node.url.connect_timeout.value_or(options.node.connect_timeout)),
-      describe_(options.node.url.Redacted()),
+      command_timeout_(
+          options.node.endpoint.command_timeout.value_or(options.node.command_timeout)),
+      connect_timeout_(
+          options.node.endpoint.connect_timeout.value_or(options.node.connect_timeout)),
+      describe_(options.node.endpoint.Redacted()),
       discovery_log_({.max_lines = 1, .interval = std::chrono::seconds(1)}) {
-  for (size_t i = 0; i < options.node.url.nodes.size(); ++i) order_.push_back(i);
+  for (size_t i = 0; i < options.node.endpoint.nodes.size(); ++i) order_.push_back(i);
 }
 
 SentinelClient::Impl::~Impl() {
@@ -150,13 +147,8 @@ SentinelClient::Impl::~Impl() {
 }
 
 void SentinelClient::Impl::Route(RedisCommand command, milliseconds timeout, ReplyCallback done) {
-  if (command.empty()) {
-    std::move(done)(absl::InvalidArgumentError("redis: empty command"));
-    return;
-  }
-  if (timeout.count() <= 0) {
-    std::move(done)(absl::InvalidArgumentError(
-        absl::StrCat("redis ", internal::AbslView(command.name()), ": timeout must be positive")));
+  if (absl::Status valid = ValidateCommand(command, timeout); !valid.ok()) {
+    std::move(done)(std::move(valid));
     return;
   }
   Attempt attempt{.done = std::move(done),
@@ -290,9 +282,9 @@ void SentinelClient::Impl::RetireLocked(std::shared_ptr<RedisClient> client, Tim
   next_retire_check_ = std::min(next_retire_check_, now + milliseconds(100));
 }
 
-void SentinelClient::Impl::Install(const StoreUrl::Node& node) {
+void SentinelClient::Impl::Install(const RedisNode& node) {
   RedisClientOptions primary_options = options_.node;
-  primary_options.url = options_.node.url.ForNode(node.host, node.port);
+  primary_options.endpoint = options_.node.endpoint.ForNode(node.host, node.port);
   primary_options.require_primary = true;
   std::shared_ptr<internal::IoThread> io_thread = io_thread_.lock();
   absl::StatusOr<std::unique_ptr<RedisClient>> made =
@@ -315,7 +307,7 @@ void SentinelClient::Impl::Install(const StoreUrl::Node& node) {
     client = std::shared_ptr<RedisClient>(*std::move(made));
     if (primary_node_.has_value()) {  // A primary was installed before (it may be retired).
       ++stats_.primary_changes;
-      previous = internal::NodeName(*primary_node_);
+      previous = RedisNodeName(*primary_node_);
     }
     RetireLocked(std::move(primary_), now);
     primary_ = client;
@@ -325,8 +317,8 @@ void SentinelClient::Impl::Install(const StoreUrl::Node& node) {
     waiting = TakeWaitersLocked();
   }
   changed_.notify_all();
-  spdlog::info("redis-sentinel {}: primary {} is {}{}", describe_, options_.node.url.primary_name,
-               internal::NodeName(node),
+  spdlog::info("redis-sentinel {}: primary {} is {}{}", describe_,
+               options_.node.endpoint.primary_name, RedisNodeName(node),
                previous.empty() ? "" : absl::StrCat(" (was ", previous, ")"));
   {
     internal::MutexLock lock(&listener_mu_);
@@ -399,7 +391,7 @@ void SentinelClient::Impl::SetPrimaryListener(PrimaryListener listener) {
 std::string SentinelClient::Impl::PrimaryAddress() const {
   internal::MutexLock lock(&mu_);
   if (primary_ == nullptr || !primary_node_.has_value()) return "";
-  return internal::NodeName(*primary_node_);
+  return RedisNodeName(*primary_node_);
 }
 
 RedisClientStats SentinelClient::Impl::RouterStats() const {

@@ -1,10 +1,10 @@
 // SentinelClient: the router of a primary that Redis Sentinels name, followed across failovers
 // (redis-sentinel://, rediss-sentinel://).
 //
-// Discovery: the Sentinels of the URL are asked in turn `SENTINEL get-master-addr-by-name
+// Discovery: the Sentinels of the endpoint are asked in turn `SENTINEL get-master-addr-by-name
 // <primary_name>`, with their own credentials and TLS setting (sentinel_username,
 // sentinel_password[_file], sentinel_tls); the first one to answer is asked first next time. The
-// primary named gets a RedisClient (its auto-pipelined connection, from url.ForNode()) with
+// primary named gets a RedisClient (its auto-pipelined connection, from endpoint.ForNode()) with
 // require_primary: every connect checks ROLE after AUTH, so no command reaches a server that is
 // not (or no longer) a primary, even if a Sentinel's answer was stale.
 //
@@ -28,9 +28,10 @@
 // other command).
 //
 // Example:
-//   auto url = ParseStoreUrl("redis-sentinel://10.0.0.5:26379,10.0.0.6:26379/limits");
-//   auto sentinel = SentinelClient::Create({.node = {.url = *url, .command_timeout = 20ms}});
-//   if (!sentinel.ok()) return sentinel.status();
+//   RedisEndpoint sentinels = RedisEndpointFromUrl(*ParseStoreUrl(
+//       "redis-sentinel://10.0.0.5:26379,10.0.0.6:26379/limits")).value();  // At the store level.
+//   auto sentinel = SentinelClient::Create({.node = {.endpoint = sentinels, .command_timeout =
+//   20ms}}); if (!sentinel.ok()) return sentinel.status();
 //   (*sentinel)->Route(RedisCommand::Format({"INCR", "hits"}), "hits", 20ms,
 //                      [](absl::StatusOr<RedisReply> reply) { ... });
 //
@@ -57,9 +58,9 @@
 namespace sluice {
 
 struct SentinelClientOptions {
-  // Options of every client: the primary's and the Sentinels'. `node.url` is the redis-sentinel://
-  // URL: its hosts are the Sentinels, its credentials and TLS settings the data servers', its
-  // sentinel_* parameters the Sentinels'. Its timeouts apply to the Sentinels too.
+  // Options of every client: the primary's and the Sentinels'. `node.endpoint` is the deployment's
+  // (topology kSentinel): its hosts are the Sentinels, its credentials and TLS settings the data
+  // servers', its sentinel_* fields the Sentinels'. Its timeouts apply to the Sentinels too.
   RedisClientOptions node = {};
   // The Sentinels are asked this often even when nothing suggests a failover: the backstop for a
   // +switch-master missed while no subscription was up. Default: 2 s.
@@ -92,7 +93,7 @@ class SentinelClient final : public RedisRouter {
   //
   // Validates `options`, starts the Sentinels' clients and the first discovery, and returns
   // without waiting (see WaitForConnection()). Returns InvalidArgument for options RedisClient
-  // would refuse, a URL that is not redis-sentinel:// or rediss-sentinel://, or a bad interval.
+  // would refuse, an endpoint that is not a Sentinel deployment's, or a bad interval.
   static absl::StatusOr<std::shared_ptr<SentinelClient>> Create(
       const SentinelClientOptions& options);
 
@@ -117,7 +118,7 @@ class SentinelClient final : public RedisRouter {
   absl::Status WaitForConnection(std::chrono::milliseconds timeout) override;
   // The primary's clients (the current one and replaced ones still finishing), summed.
   RedisClientStats RouterStats() const override;
-  // The redacted redis-sentinel:// URL.
+  // The redacted endpoint (a redis-sentinel:// URL).
   std::string Describe() const override;
   std::chrono::milliseconds DefaultTimeout() const override;
 

@@ -25,10 +25,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#include "sluice/store_url.h"
-
 #include "src/store/redis/client/io_thread.h"
 #include "src/store/redis/client/redis_client.h"
+#include "src/store/redis/client/redis_endpoint.h"
 #include "src/store/redis/client/sentinel_client.h"
 #include "src/util/log_throttle.h"
 #include "src/util/mutex.h"
@@ -40,11 +39,6 @@ namespace internal {
 //
 // Adds the counters of `from` to `to`, not its gauges (connections, in flight, queued).
 void AddClientCounters(RedisClientStats& to, const RedisClientStats& from);
-
-// NodeName()
-//
-// Returns "host:port" ("[::1]:26379" for IPv6), for messages.
-std::string NodeName(const StoreUrl::Node& node);
 
 }  // namespace internal
 
@@ -105,7 +99,7 @@ class SentinelClient::Impl final : public std::enable_shared_from_this<Impl> {
     std::vector<Waiter> expired;
     std::optional<size_t> ask;  // The Sentinel to ask, for round `round`.
     uint64_t round = 0;
-    std::optional<StoreUrl::Node> install;  // A primary to make a client for.
+    std::optional<RedisNode> install;  // A primary to make a client for.
     std::vector<std::shared_ptr<RedisClient>> close;
   };
 
@@ -117,7 +111,7 @@ class SentinelClient::Impl final : public std::enable_shared_from_this<Impl> {
   // Queues a command until a primary is known; refuses it (inline) when shut down or full.
   void Wait(RedisCommand command, Attempt attempt);
   // Makes the client of the primary at `node` and swaps it in (monitor thread).
-  void Install(const StoreUrl::Node& node);
+  void Install(const RedisNode& node);
   static void Expire(std::vector<Waiter>& waiters);
   void AddWaiterLocked(Waiter waiter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<Waiter> TakeWaitersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -131,7 +125,7 @@ class SentinelClient::Impl final : public std::enable_shared_from_this<Impl> {
   void PlanLocked(TimePoint now, Actions& actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleAnswerLocked(TimePoint now, const Answer& answer, Actions& actions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<StoreUrl::Node> ParseAnswer(const Answer& answer) const;
+  absl::StatusOr<RedisNode> ParseAnswer(const Answer& answer) const;
   void Ask(size_t sentinel, uint64_t round);
   // `first_subscription`: cleared by the first subscription confirmation of that Sentinel.
   void OnSentinelMessage(const RedisReply& message, std::atomic<bool>& first_subscription);
@@ -139,7 +133,7 @@ class SentinelClient::Impl final : public std::enable_shared_from_this<Impl> {
   // min_rediscovery_gap after the last one.
   void RequestDiscovery(bool urgent) ABSL_LOCKS_EXCLUDED(mu_);
   void RequestDiscoveryLocked(TimePoint now, bool urgent) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  RedisClientOptions SentinelOptions(const StoreUrl::Node& sentinel) const;
+  RedisClientOptions SentinelOptions(const RedisNode& sentinel) const;
 
   const SentinelClientOptions options_;
   const std::chrono::milliseconds command_timeout_;
@@ -150,8 +144,9 @@ class SentinelClient::Impl final : public std::enable_shared_from_this<Impl> {
   // The thread every client of this router runs its connections on, held by the SentinelClient:
   // callbacks may keep the Impl past it, and the last holder of the thread joins it.
   std::weak_ptr<internal::IoThread> io_thread_;
-  // One per Sentinel, in URL order. Set by Start() before the monitor thread starts, dropped by
-  // Shutdown() after it stopped (or by the destructor, when it was shut down on that thread).
+  // One per Sentinel, in the endpoint's order. Set by Start() before the monitor thread starts,
+  // dropped by Shutdown() after it stopped (or by the destructor, when it was shut down on that
+  // thread).
   std::vector<std::shared_ptr<RedisClient>> queries_;
   std::vector<std::shared_ptr<RedisClient>> subscribers_;
   std::thread monitor_;
@@ -171,7 +166,7 @@ class SentinelClient::Impl final : public std::enable_shared_from_this<Impl> {
   // The primary's client (null while none is known), and the address of the last one installed
   // (kept when READONLY retires the client, unset before the first).
   std::shared_ptr<RedisClient> primary_ ABSL_GUARDED_BY(mu_);
-  std::optional<StoreUrl::Node> primary_node_ ABSL_GUARDED_BY(mu_);
+  std::optional<RedisNode> primary_node_ ABSL_GUARDED_BY(mu_);
   std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   TimePoint waiters_earliest_ ABSL_GUARDED_BY(mu_) = TimePoint::max();
   std::vector<Retired> retired_ ABSL_GUARDED_BY(mu_);

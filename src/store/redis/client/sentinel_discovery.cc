@@ -46,19 +46,22 @@ bool IsFinal(const absl::Status& s) { return absl::IsPermissionDenied(s) || absl
 
 }  // namespace
 
-RedisClientOptions SentinelClient::Impl::SentinelOptions(const StoreUrl::Node& sentinel) const {
-  const StoreUrl& url = options_.node.url;
+RedisClientOptions SentinelClient::Impl::SentinelOptions(const RedisNode& sentinel) const {
+  const RedisEndpoint& deployment = options_.node.endpoint;
   RedisClientOptions o = options_.node;
-  o.url = url.ForNode(sentinel.host, sentinel.port);
+  o.endpoint = deployment.ForNode(sentinel.host, sentinel.port);
   // The Sentinels' own credentials and TLS setting; they have no databases, and their little
   // traffic needs one connection.
-  o.url.username = url.sentinel_username;
-  o.url.password = url.sentinel_password;
-  o.url.password_file = url.sentinel_password_file;
-  o.url.db = 0;
-  o.url.tls = url.tls && url.sentinel_tls;
-  o.url.min_replicas = 0;
-  o.url.connections = std::nullopt;
+  o.endpoint.username = deployment.sentinel_username;
+  o.endpoint.password = deployment.sentinel_password;
+  o.endpoint.password_file = deployment.sentinel_password_file;
+  o.endpoint.db = 0;
+  o.endpoint.tls = deployment.tls && deployment.sentinel_tls;
+  // The store's WAIT is no business of the Sentinels: their connections are named without it in
+  // logs (Redacted()), as before the client had endpoints of its own.
+  std::erase_if(o.endpoint.other_params,
+                [](const auto& param) { return param.first == "min_replicas"; });
+  o.endpoint.connections = std::nullopt;
   o.connections = 1;
   o.io_threads = 1;
   o.require_primary = false;
@@ -68,12 +71,12 @@ RedisClientOptions SentinelClient::Impl::SentinelOptions(const StoreUrl::Node& s
 absl::Status SentinelClient::Impl::Start(const std::shared_ptr<internal::IoThread>& io_thread) {
   std::weak_ptr<Impl> weak = weak_from_this();
   io_thread_ = io_thread;
-  for (const StoreUrl::Node& node : options_.node.url.nodes) {
+  for (const RedisNode& node : options_.node.endpoint.nodes) {
     RedisClientOptions query = SentinelOptions(node);
     absl::StatusOr<std::unique_ptr<RedisClient>> made = RedisClient::Create(query, io_thread);
     if (!made.ok()) {
       return {made.status().code(),
-              absl::StrCat("sentinel ", internal::NodeName(node), ": ", made.status().message())};
+              absl::StrCat("sentinel ", RedisNodeName(node), ": ", made.status().message())};
     }
     queries_.push_back(*std::move(made));
     RedisClientOptions subscriber = std::move(query);
@@ -177,7 +180,7 @@ void SentinelClient::Impl::PlanLocked(TimePoint now, Actions& actions) {
 
 void SentinelClient::Impl::HandleAnswerLocked(TimePoint now, const Answer& answer,
                                               Actions& actions) {
-  absl::StatusOr<StoreUrl::Node> node = ParseAnswer(answer);
+  absl::StatusOr<RedisNode> node = ParseAnswer(answer);
   if (node.ok()) {
     asking_ = false;
     // The Sentinel that answered is asked first next time (as Redis's client guidelines say).
@@ -203,7 +206,7 @@ void SentinelClient::Impl::HandleAnswerLocked(TimePoint now, const Answer& answe
   last_error_ = absl::Status(
       final ? round_errors_[0].code() : absl::StatusCode::kUnavailable,
       absl::StrCat("redis-sentinel ", describe_, ": no Sentinel named primary ",
-                   options_.node.url.primary_name, ": ", absl::StrJoin(reasons, "; ")));
+                   options_.node.endpoint.primary_name, ": ", absl::StrJoin(reasons, "; ")));
   last_error_final_ = final;
   if (primary_ == nullptr) {
     discovery_due_ = std::min(discovery_due_, now + options_.min_rediscovery_gap);
@@ -215,9 +218,9 @@ void SentinelClient::Impl::HandleAnswerLocked(TimePoint now, const Answer& answe
   }
 }
 
-absl::StatusOr<StoreUrl::Node> SentinelClient::Impl::ParseAnswer(const Answer& answer) const {
+absl::StatusOr<RedisNode> SentinelClient::Impl::ParseAnswer(const Answer& answer) const {
   const std::string who =
-      absl::StrCat("sentinel ", internal::NodeName(options_.node.url.nodes[answer.sentinel]));
+      absl::StrCat("sentinel ", RedisNodeName(options_.node.endpoint.nodes[answer.sentinel]));
   if (!answer.reply.ok()) {
     // Refused credentials show in the client's connection state; the command only saw "not
     // connected".
@@ -234,14 +237,14 @@ absl::StatusOr<StoreUrl::Node> SentinelClient::Impl::ParseAnswer(const Answer& a
   }
   if (r.is_nil()) {
     return absl::NotFoundError(
-        absl::StrCat(who, " monitors no primary named ", options_.node.url.primary_name));
+        absl::StrCat(who, " monitors no primary named ", options_.node.endpoint.primary_name));
   }
   int port = 0;
   if (!r.is_array() || r.elements().size() != 2 || r.elements()[0].str().empty() ||
       !absl::SimpleAtoi(r.elements()[1].str(), &port) || port <= 0 || port > 65535) {
     return absl::UnavailableError(absl::StrCat(who, ": unexpected reply ", r.DebugString()));
   }
-  return StoreUrl::Node{.host = r.elements()[0].str(), .port = port};
+  return RedisNode{.host = r.elements()[0].str(), .port = port};
 }
 
 void SentinelClient::Impl::Ask(size_t sentinel, uint64_t round) {
@@ -251,7 +254,8 @@ void SentinelClient::Impl::Ask(size_t sentinel, uint64_t round) {
   const milliseconds timeout =
       std::max(kMinQueryTimeout, ready ? command_timeout_ : connect_timeout_ + command_timeout_);
   client.Send(
-      RedisCommand::Format({"SENTINEL", "get-master-addr-by-name", options_.node.url.primary_name}),
+      RedisCommand::Format(
+          {"SENTINEL", "get-master-addr-by-name", options_.node.endpoint.primary_name}),
       timeout, [weak = weak_from_this(), round, sentinel](absl::StatusOr<RedisReply> reply) {
         std::shared_ptr<Impl> self = weak.lock();
         if (self == nullptr) return;
@@ -278,7 +282,7 @@ void SentinelClient::Impl::OnSentinelMessage(const RedisReply& message,
   }
   if (e.size() != 3 || e[0].str() != "message" || e[1].str() != kSwitchMaster) return;
   const std::vector<absl::string_view> words = absl::StrSplit(e[2].str(), ' ');
-  if (words.empty() || words[0] != internal::AbslView(options_.node.url.primary_name)) return;
+  if (words.empty() || words[0] != internal::AbslView(options_.node.endpoint.primary_name)) return;
   internal::MutexLock lock(&mu_);
   ++stats_.switch_messages;
   RequestDiscoveryLocked(Now(), /*urgent=*/true);

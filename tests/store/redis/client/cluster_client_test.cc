@@ -25,12 +25,14 @@
 #include "tests/store/redis/client/redis_client_test_util.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/redis_cluster.h"
+#include "tests/testing/redis_endpoint_of.h"
 
 namespace sluice {
 namespace {
 
 using ::sluice::testing::Await;
 using ::sluice::testing::Capture;
+using ::sluice::testing::EndpointOf;
 using ::sluice::testing::kWatchdog;
 using ::sluice::testing::RedisCluster;
 using std::chrono::milliseconds;
@@ -61,7 +63,7 @@ class ClusterClientTest : public ::testing::Test {
   static std::shared_ptr<ClusterClient> Connect(ClusterClientOptions options) {
     absl::StatusOr<StoreUrl> url = ParseStoreUrl(cluster_->Url());
     EXPECT_TRUE(url.ok()) << url.status();
-    options.node.url = *url;
+    options.node.endpoint = EndpointOf(*url);
     // Deadlines here are about the cluster, not a loaded machine: generous unless under test.
     options.node.command_timeout = std::chrono::seconds(2);
     absl::StatusOr<std::shared_ptr<ClusterClient>> client = ClusterClient::Create(options);
@@ -132,8 +134,8 @@ TEST_F(ClusterClientTest, AnEmptyKeyGoesToAnyPrimary) {
 TEST_F(ClusterClientTest, CommandsSentBeforeTheMapIsKnownWaitForIt) {
   absl::StatusOr<StoreUrl> url = ParseStoreUrl(cluster_->Url());
   ASSERT_TRUE(url.ok());
-  absl::StatusOr<std::shared_ptr<ClusterClient>> fresh =
-      ClusterClient::Create({.node = {.url = *url, .command_timeout = std::chrono::seconds(2)}});
+  absl::StatusOr<std::shared_ptr<ClusterClient>> fresh = ClusterClient::Create(
+      {.node = {.endpoint = EndpointOf(*url), .command_timeout = std::chrono::seconds(2)}});
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   auto [done, future] = Capture();
   (*fresh)->Route(RedisCommand::Format({"SET", "{early}", "1"}), "{early}", milliseconds(2000),
@@ -427,7 +429,8 @@ TEST_F(ClusterClientTest, TellsTheListenerAboutEveryPrimary) {
 TEST_F(ClusterClientTest, TheFactoryMakesAClusterClientForClusterUrls) {
   absl::StatusOr<StoreUrl> url = ParseStoreUrl(cluster_->Url());
   ASSERT_TRUE(url.ok());
-  absl::StatusOr<std::shared_ptr<RedisRouter>> router = CreateRedisRouter({.url = *url});
+  absl::StatusOr<std::shared_ptr<RedisRouter>> router =
+      CreateRedisRouter({.endpoint = EndpointOf(*url)});
   ASSERT_TRUE(router.ok()) << router.status();
   ASSERT_TRUE((*router)->WaitForConnection(kWatchdog).ok());
   EXPECT_EQ((*router)->Primaries().size(), 3u);
@@ -437,13 +440,16 @@ TEST_F(ClusterClientTest, TheFactoryMakesAClusterClientForClusterUrls) {
 TEST(ClusterClient, RefusesUrlsThatAreNotClusterUrls) {
   absl::StatusOr<StoreUrl> url = ParseStoreUrl("redis://127.0.0.1:6379");
   ASSERT_TRUE(url.ok());
-  EXPECT_TRUE(absl::IsInvalidArgument(ClusterClient::Create({.node = {.url = *url}}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      ClusterClient::Create({.node = {.endpoint = EndpointOf(*url)}}).status()));
   absl::StatusOr<StoreUrl> cluster = ParseStoreUrl("redis-cluster://127.0.0.1:1");
   ASSERT_TRUE(cluster.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(
-      ClusterClient::Create({.node = {.url = *cluster}, .max_redirects = 0}).status()));
+      ClusterClient::Create({.node = {.endpoint = EndpointOf(*cluster)}, .max_redirects = 0})
+          .status()));
   EXPECT_TRUE(absl::IsInvalidArgument(
-      ClusterClient::Create({.node = {.url = *cluster, .command_timeout = milliseconds(0)}})
+      ClusterClient::Create(
+          {.node = {.endpoint = EndpointOf(*cluster), .command_timeout = milliseconds(0)}})
           .status()));
 }
 
@@ -452,8 +458,8 @@ TEST(ClusterClient, WaitForConnectionNamesWhatIsMissing) {
   ASSERT_TRUE(port.ok());
   absl::StatusOr<StoreUrl> url = ParseStoreUrl(absl::StrCat("redis-cluster://127.0.0.1:", *port));
   ASSERT_TRUE(url.ok());
-  absl::StatusOr<std::shared_ptr<ClusterClient>> client =
-      ClusterClient::Create({.node = {.url = *url, .command_timeout = milliseconds(50)}});
+  absl::StatusOr<std::shared_ptr<ClusterClient>> client = ClusterClient::Create(
+      {.node = {.endpoint = EndpointOf(*url), .command_timeout = milliseconds(50)}});
   ASSERT_TRUE(client.ok()) << client.status();
   const absl::Status status = (*client)->WaitForConnection(milliseconds(300));
   EXPECT_TRUE(absl::IsDeadlineExceeded(status)) << status;

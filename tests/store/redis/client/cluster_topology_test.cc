@@ -31,7 +31,7 @@ RedisReply Shard(std::vector<RedisReply> slots, std::vector<RedisReply> nodes) {
   return A({S("slots"), A(std::move(slots)), S("nodes"), A(std::move(nodes))});
 }
 
-StoreUrl::Node N(std::string host, int port) { return {.host = std::move(host), .port = port}; }
+RedisNode N(std::string host, int port) { return {.host = std::move(host), .port = port}; }
 
 TEST(ParseClusterShards, ReadsPrimariesSlotsAndOnlineReplicas) {
   const RedisReply reply = A({

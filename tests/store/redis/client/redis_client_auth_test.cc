@@ -11,12 +11,14 @@
 #include "src/store/redis/client/redis_client.h"
 #include "src/store/redis/client/redis_error.h"
 #include "tests/store/redis/client/redis_client_test_util.h"
+#include "tests/testing/redis_endpoint_of.h"
 #include "tests/testing/redis_server.h"
 
 namespace sluice {
 namespace {
 
 using ::sluice::testing::Connect;
+using ::sluice::testing::EndpointOf;
 using ::sluice::testing::kWatchdog;
 using ::sluice::testing::RedisServer;
 using ::testing::HasSubstr;
@@ -28,7 +30,7 @@ constexpr char kWrongPassword[] = "hunter2-not-it";
 RedisClientOptions OptionsWithUrl(const std::string& url) {
   absl::StatusOr<StoreUrl> parsed = ParseStoreUrl(url);
   EXPECT_TRUE(parsed.ok()) << parsed.status();
-  return RedisClientOptions{.url = parsed.ok() ? *parsed : StoreUrl{}};
+  return RedisClientOptions{.endpoint = EndpointOf(parsed.ok() ? *parsed : StoreUrl{})};
 }
 
 class RedisClientAuthTest : public ::testing::Test {

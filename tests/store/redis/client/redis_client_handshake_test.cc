@@ -12,12 +12,14 @@
 #include "src/util/mutex.h"
 #include "tests/store/redis/client/redis_client_test_util.h"
 #include "tests/testing/child_process.h"
+#include "tests/testing/redis_endpoint_of.h"
 #include "tests/testing/redis_server.h"
 
 namespace sluice {
 namespace {
 
 using ::sluice::testing::Connect;
+using ::sluice::testing::EndpointOf;
 using ::sluice::testing::OptionsFor;
 using ::sluice::testing::RedisServer;
 using std::chrono::milliseconds;
@@ -143,10 +145,10 @@ TEST(RedisClientSubscriber, RefusesSubscribeWithoutCallbackAndTheReverse) {
   absl::StatusOr<StoreUrl> url = ParseStoreUrl("redis://127.0.0.1:1");
   ASSERT_TRUE(url.ok());
   absl::StatusOr<std::unique_ptr<RedisClient>> no_callback =
-      RedisClient::Create({.url = *url, .subscribe = {"c"}});
+      RedisClient::Create({.endpoint = EndpointOf(*url), .subscribe = {"c"}});
   EXPECT_TRUE(absl::IsInvalidArgument(no_callback.status())) << no_callback.status();
   absl::StatusOr<std::unique_ptr<RedisClient>> no_channel =
-      RedisClient::Create({.url = *url, .on_message = [](const RedisReply&) {}});
+      RedisClient::Create({.endpoint = EndpointOf(*url), .on_message = [](const RedisReply&) {}});
   EXPECT_TRUE(absl::IsInvalidArgument(no_channel.status())) << no_channel.status();
 }
 

@@ -15,6 +15,7 @@
 #include "src/store/redis/client/io_thread.h"
 #include "src/store/redis/client/redis_error.h"
 #include "tests/store/redis/client/redis_client_test_util.h"
+#include "tests/testing/redis_endpoint_of.h"
 #include "tests/testing/redis_server.h"
 
 namespace sluice {
@@ -23,6 +24,7 @@ namespace {
 using ::sluice::testing::Await;
 using ::sluice::testing::Capture;
 using ::sluice::testing::Connect;
+using ::sluice::testing::EndpointOf;
 using ::sluice::testing::kWatchdog;
 using ::sluice::testing::OptionsFor;
 using ::sluice::testing::RedisServer;
@@ -207,7 +209,7 @@ TEST_F(RedisClientTest, RejectsAnOutOfRangeDatabase) {
 
 TEST_F(RedisClientTest, ResolvesHostNames) {
   RedisClientOptions options = OptionsFor(*server_);
-  options.url.host = "localhost";  // May resolve to ::1 first, where nothing listens.
+  options.endpoint.host = "localhost";  // May resolve to ::1 first, where nothing listens.
   std::unique_ptr<RedisClient> client = Connect(options);
   ASSERT_NE(client, nullptr);
   EXPECT_EQ(*client->SendSync({"PING"}), RedisReply::Status("PONG"));
@@ -431,7 +433,7 @@ TEST_F(SharedIoThreadTest, AClientCanBeDestroyedFromItsOwnCallback) {
 }
 
 TEST(RedisClientOptions, RejectsBadOptions) {
-  RedisClientOptions options{.url = *ParseStoreUrl("redis://127.0.0.1:1")};
+  RedisClientOptions options{.endpoint = EndpointOf(*ParseStoreUrl("redis://127.0.0.1:1"))};
   options.connections = 0;
   EXPECT_EQ(RedisClient::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
   options.connections = 2;

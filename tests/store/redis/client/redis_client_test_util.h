@@ -14,6 +14,7 @@
 #include "sluice/store_url.h"
 
 #include "src/store/redis/client/redis_client.h"
+#include "tests/testing/redis_endpoint_of.h"
 #include "tests/testing/redis_server.h"
 
 namespace sluice::testing {
@@ -46,7 +47,7 @@ inline absl::StatusOr<RedisReply> Await(ReplyFuture& future) {
 inline RedisClientOptions OptionsFor(const RedisServer& server, std::string url_suffix = "") {
   absl::StatusOr<StoreUrl> url = ParseStoreUrl(server.Url() + url_suffix);
   EXPECT_TRUE(url.ok()) << url.status();
-  return RedisClientOptions{.url = url.ok() ? *url : StoreUrl{}};
+  return RedisClientOptions{.endpoint = EndpointOf(url.ok() ? *url : StoreUrl{})};
 }
 
 // Creates a client and waits until it is connected.

@@ -12,12 +12,14 @@
 
 #include "src/store/redis/client/redis_client.h"
 #include "tests/store/redis/client/redis_client_test_util.h"
+#include "tests/testing/redis_endpoint_of.h"
 #include "tests/testing/redis_server.h"
 
 namespace sluice {
 namespace {
 
 using ::sluice::testing::Connect;
+using ::sluice::testing::EndpointOf;
 using ::sluice::testing::FreeLoopbackPort;
 using ::sluice::testing::RedisServer;
 using ::testing::HasSubstr;
@@ -73,7 +75,7 @@ class RedisClientTlsTest : public ::testing::Test {
     absl::StatusOr<StoreUrl> url =
         ParseStoreUrl("rediss://" + host + ":" + std::to_string(tls_port_) + query);
     EXPECT_TRUE(url.ok()) << url.status();
-    RedisClientOptions options{.url = url.ok() ? *url : StoreUrl{}};
+    RedisClientOptions options{.endpoint = EndpointOf(url.ok() ? *url : StoreUrl{})};
     options.connect_timeout = std::chrono::seconds(5);
     return options;
   }

@@ -17,12 +17,14 @@
 #include "tests/store/redis/client/redis_client_test_util.h"
 #include "tests/testing/fake_redis_server.h"
 #include "tests/testing/log_capture.h"
+#include "tests/testing/redis_endpoint_of.h"
 
 namespace sluice {
 namespace {
 
 using ::sluice::testing::Await;
 using ::sluice::testing::Capture;
+using ::sluice::testing::EndpointOf;
 using ::sluice::testing::FakeRedisServer;
 using ::sluice::testing::kWatchdog;
 using ::sluice::testing::LogCapture;
@@ -41,7 +43,7 @@ RedisClientOptions OptionsFor(const FakeRedisServer& server, std::string userinf
       ParseStoreUrl("redis://" + userinfo + "127.0.0.1:" + std::to_string(server.port()));
   EXPECT_TRUE(url.ok()) << url.status();
   RedisClientOptions options;
-  if (url.ok()) options.url = *std::move(url);
+  if (url.ok()) options.endpoint = EndpointOf(*url);
   return options;
 }
 

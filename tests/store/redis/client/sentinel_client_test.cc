@@ -23,6 +23,7 @@
 #include "src/store/redis/client/redis_router_factory.h"
 #include "tests/store/redis/client/redis_client_test_util.h"
 #include "tests/testing/child_process.h"
+#include "tests/testing/redis_endpoint_of.h"
 #include "tests/testing/redis_sentinel.h"
 
 namespace sluice {
@@ -30,6 +31,7 @@ namespace {
 
 using ::sluice::testing::Await;
 using ::sluice::testing::Capture;
+using ::sluice::testing::EndpointOf;
 using ::sluice::testing::RedisSentinel;
 using std::chrono::milliseconds;
 using ::testing::HasSubstr;
@@ -46,8 +48,8 @@ std::unique_ptr<RedisSentinel> StartSentinels(const RedisSentinel::Options& opti
 SentinelClientOptions OptionsFor(const std::string& url) {
   absl::StatusOr<StoreUrl> parsed = ParseStoreUrl(url);
   EXPECT_TRUE(parsed.ok()) << parsed.status();
-  return {
-      .node = {.url = parsed.ok() ? *parsed : StoreUrl{}, .command_timeout = milliseconds(200)}};
+  return {.node = {.endpoint = EndpointOf(parsed.ok() ? *parsed : StoreUrl{}),
+                   .command_timeout = milliseconds(200)}};
 }
 
 std::shared_ptr<SentinelClient> Create(const SentinelClientOptions& options) {
@@ -131,7 +133,8 @@ TEST_F(SentinelClientTest, EveryClientRunsOnOneSharedThread) {
 TEST_F(SentinelClientTest, IsWhatTheRouterFactoryMakesForASentinelUrl) {
   absl::StatusOr<StoreUrl> url = ParseStoreUrl(sentinel_->Url());
   ASSERT_TRUE(url.ok());
-  absl::StatusOr<std::shared_ptr<RedisRouter>> router = CreateRedisRouter({.url = *url});
+  absl::StatusOr<std::shared_ptr<RedisRouter>> router =
+      CreateRedisRouter({.endpoint = EndpointOf(*url)});
   ASSERT_TRUE(router.ok()) << router.status();
   EXPECT_NE(dynamic_cast<SentinelClient*>(router->get()), nullptr);
   ASSERT_TRUE((*router)->WaitForConnection(kWait).ok());
@@ -187,7 +190,7 @@ TEST(SentinelClientOptionsTest, RefusesAUrlThatIsNotASentinelUrl) {
   absl::StatusOr<StoreUrl> url = ParseStoreUrl("redis://127.0.0.1:6379");
   ASSERT_TRUE(url.ok());
   absl::StatusOr<std::shared_ptr<SentinelClient>> client =
-      SentinelClient::Create({.node = {.url = *url}});
+      SentinelClient::Create({.node = {.endpoint = EndpointOf(*url)}});
   EXPECT_TRUE(absl::IsInvalidArgument(client.status())) << client.status();
 }
 
@@ -385,7 +388,8 @@ TEST(SentinelClientOverhead, DISABLED_RouteCostsAboutWhatTheClientCosts) {
   absl::StatusOr<StoreUrl> direct_url =
       ParseStoreUrl(absl::StrCat("redis://", Local(sentinel->primary_port())));
   ASSERT_TRUE(direct_url.ok());
-  absl::StatusOr<std::unique_ptr<RedisClient>> direct = RedisClient::Create({.url = *direct_url});
+  absl::StatusOr<std::unique_ptr<RedisClient>> direct =
+      RedisClient::Create({.endpoint = EndpointOf(*direct_url)});
   ASSERT_TRUE(direct.ok());
   ASSERT_TRUE((*direct)->WaitForConnection(kWait).ok());
   for (int run = 0; run < 3; ++run) {
