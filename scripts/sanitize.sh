@@ -23,7 +23,8 @@ TSAN_TESTS=(
   sentinel_client_test rate_limit_service_test rate_limit_service_async_test
   rate_limit_service_redis_test http_api_test metrics_test config_reloader_test
   health_test http_server_test
-  middleware_test middleware_failure_test beast_test beast_server_test grpc_h2_server_test
+  middleware_test middleware_failure_test middleware_guard_test beast_test beast_server_test
+  grpc_h2_server_test per_second_store_test
 )
 # Untrusted bytes are parsed here: URLs, RESP, config, /json, keys, client addresses; and the
 # replayed fuzz corpora.
@@ -31,7 +32,8 @@ ASAN_TESTS=(
   store_url_test redis_reply_reader_test redis_error_test redis_keys_test key_test
   cluster_topology_test redis_connection_hostile_test cross_slot_test
   parse_test load_test match_test wildcard_test rls_json_test client_ip_test
-  route_template_test rate_limit_headers_test middleware_config_test settings_test
+  route_template_test route_bypass_test rate_limit_headers_test middleware_config_test settings_test
+  store_test
   json_log_format_test grpc_framing_test
   memory_store_test memory_store_overflow_test slot_table_test
   config_corpus_test resp_reader_corpus_test store_url_corpus_test redis_keys_corpus_test

@@ -57,6 +57,13 @@ struct FailurePolicy {
   std::chrono::microseconds breaker_open_for = std::chrono::seconds(1);
   // Time for the breaker and the local memory store. Not owned. Default (nullptr): Clock::Real().
   Clock* clock = nullptr;
+  // How the log lines of store failures show the identity part of a key, the hash tag between
+  // `{` and `}` (a user id, an address: personal data). kPlain as the store said it; kHashed a
+  // stable short hash ("{h:1f3a9c0b2e4d}", the same identity always the same hash, so lines can
+  // still be correlated); kRedacted "{***}". The HTTP middleware's own guard uses kHashed.
+  // Default: kPlain.
+  enum class KeyIdentities : uint8_t { kPlain = 0, kHashed = 1, kRedacted = 2 };
+  KeyIdentities log_key_identities = KeyIdentities::kPlain;
 };
 
 // Counters of a failure-policy wrapper (values may be slightly outdated).

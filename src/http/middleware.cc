@@ -91,8 +91,9 @@ absl::StatusOr<std::unique_ptr<Middleware>> Middleware::Create(MiddlewareOptions
   std::unique_ptr<FailurePolicyStore> guard;
   if (!options.store->AnswersInline() &&
       dynamic_cast<FailurePolicyStore*>(options.store) == nullptr) {
-    guard = WithFailurePolicy(*options.store,
-                              {.mode = FailureMode::kPropagate, .clock = options.clock});
+    guard = WithFailurePolicy(*options.store, {.mode = FailureMode::kPropagate,
+                                               .clock = options.clock,
+                                               .log_key_identities = options.log_key_identities});
   }
   return std::unique_ptr<Middleware>(
       new Middleware(std::move(options), *std::move(local), std::move(guard)));

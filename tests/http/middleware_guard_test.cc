@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -117,6 +118,42 @@ TEST(MiddlewareGuard, PausedRedisUnderBareRedisStoreIsShortCircuited) {
   EXPECT_LE((*store)->Stats().script_calls, calls_at_open + 1);
   EXPECT_EQ(logs.Count("circuit breaker open"), 1);
   (*server)->Resume();
+}
+
+// A store whose failures name the key, as the Redis store's do: "... [sluice:fw:{ip:...}...]".
+class KeyNamingStore final : public Store {
+ public:
+  std::string_view Name() const override { return "key-naming"; }
+
+ protected:
+  void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+    std::move(done)(absl::UnavailableError(absl::StrCat("connection lost [", checks[0].key, "]")));
+  }
+};
+
+// Verifies the guard's log lines show no identity by default (a stable hash instead), and the
+// identity when asked to.
+TEST(MiddlewareGuard, LogLinesHashIdentitiesByDefault) {
+  KeyNamingStore store;
+  {
+    sluice::testing::LogCapture logs;
+    std::unique_ptr<Middleware> middleware =
+        Middleware::Create({.store = &store, .config = Rules(kRules)}).value();
+    EXPECT_EQ(Send(*middleware, {.path = "/api/orders", .peer = "198.51.100.23"}).status, 503);
+    EXPECT_EQ(logs.Count("198.51.100.23"), 0);
+    EXPECT_EQ(logs.Count("check failed"), 1);
+    EXPECT_EQ(logs.Count("{h:"), 1);
+  }
+  {
+    sluice::testing::LogCapture logs;
+    std::unique_ptr<Middleware> middleware =
+        Middleware::Create({.store = &store,
+                            .config = Rules(kRules),
+                            .log_key_identities = FailurePolicy::KeyIdentities::kPlain})
+            .value();
+    EXPECT_EQ(Send(*middleware, {.path = "/api/orders", .peer = "198.51.100.23"}).status, 503);
+    EXPECT_EQ(logs.Count("198.51.100.23"), 1);
+  }
 }
 
 }  // namespace

@@ -44,12 +44,12 @@
 #include "absl/status/statusor.h"
 
 #include "sluice/clock.h"
+#include "sluice/failure_policy.h"
 #include "sluice/http/middleware_config.h"
 #include "sluice/http/request.h"
 #include "sluice/store.h"
 
 namespace sluice {
-class FailurePolicyStore;
 namespace internal {
 class LocalFallback;
 }  // namespace internal
@@ -137,6 +137,10 @@ struct MiddlewareOptions {
   // For X-RateLimit-Reset in epoch seconds, and the local limiter of StoreErrorAction::kLocal.
   // Not owned. Default (nullptr): Clock::Real().
   Clock* clock = nullptr;
+  // How the store-failure log lines of the middleware's own guard (see `store`) show identities
+  // (user ids, client addresses: personal data) in counter keys. Default: kHashed, a stable short
+  // hash per identity. A FailurePolicyStore passed as `store` logs as its own policy says.
+  FailurePolicy::KeyIdentities log_key_identities = FailurePolicy::KeyIdentities::kHashed;
 };
 
 class Middleware {

@@ -14,10 +14,36 @@
 #include "src/store/memory/local_fallback.h"
 #include "src/util/log_throttle.h"
 #include "src/util/mutex.h"
+#include "src/util/sha256.h"
 #include "src/util/strings.h"
 
 namespace sluice {
 namespace {
+
+// `text` with the content of every `{...}` (a key's hash tag: its identity) hashed or redacted as
+// `how` says. A `{` without its `}` is left as it is.
+std::string HideKeyIdentities(std::string text, FailurePolicy::KeyIdentities how) {
+  if (how == FailurePolicy::KeyIdentities::kPlain) return text;
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t open = text.find('{', i);
+    const size_t close = open == std::string::npos ? open : text.find('}', open + 1);
+    if (close == std::string::npos) break;
+    out.append(text, i, open + 1 - i);
+    const std::string_view tag(text.data() + open + 1, close - open - 1);
+    if (how == FailurePolicy::KeyIdentities::kHashed) {
+      out.append("h:").append(Sha256Hex(tag).substr(0, 12));
+    } else {
+      out.append("***");
+    }
+    out.push_back('}');
+    i = close + 1;
+  }
+  out.append(text, i, std::string::npos);
+  return out;
+}
 
 // Only the caller's own mistakes pass through untouched; everything else is the store failing.
 bool IsStoreFailure(const absl::Status& status) {
@@ -178,7 +204,8 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     // counters say how often.
     if (internal::LogPermit p = error_log_.Acquire(); p.log) {
       spdlog::warn("store {}: check failed ({}): {}{}", inner().Name(),
-                   FailureModeAnswer(policy_.mode), internal::StdView(status.ToString()),
+                   FailureModeAnswer(policy_.mode),
+                   HideKeyIdentities(status.ToString(), policy_.log_key_identities),
                    internal::SuppressedNote(p.suppressed));
     }
     if (policy_.breaker_failure_threshold <= 0) return;
