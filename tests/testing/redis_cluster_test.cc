@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/cluster/cluster_slot.h"
 
 namespace sluice::testing {
 namespace {

@@ -41,7 +41,7 @@
 #include "sluice/key.h"
 #include "sluice/limit.h"
 
-#include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/cluster/cluster_slot.h"
 #include "src/util/sha256.h"
 
 namespace sluice {

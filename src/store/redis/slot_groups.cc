@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
-#include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/cluster/cluster_slot.h"
 
 namespace sluice {
 

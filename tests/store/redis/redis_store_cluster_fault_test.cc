@@ -26,8 +26,8 @@
 #include "sluice/limit.h"
 #include "sluice/redis_store.h"
 
-#include "src/store/redis/client/cluster_client.h"
-#include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/cluster/cluster_client.h"
+#include "src/store/redis/client/cluster/cluster_slot.h"
 #include "src/store/redis/client/redis_router_factory.h"
 #include "tests/testing/call_batch.h"
 #include "tests/testing/child_process.h"

@@ -28,7 +28,7 @@
 #include "sluice/redis_store.h"
 #include "sluice/store_url.h"
 
-#include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/cluster/cluster_slot.h"
 #include "src/store/redis/client/redis_router_factory.h"
 #include "src/store/redis/lua_scripts.h"
 #include "src/store/redis/lua_scripts_for_test.h"

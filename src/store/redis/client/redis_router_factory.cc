@@ -4,8 +4,8 @@
 
 #include "absl/status/status.h"
 
-#include "src/store/redis/client/cluster_client.h"
-#include "src/store/redis/client/sentinel_client.h"
+#include "src/store/redis/client/cluster/cluster_client.h"
+#include "src/store/redis/client/sentinel/sentinel_client.h"
 
 namespace sluice {
 

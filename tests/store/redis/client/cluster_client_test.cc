@@ -1,7 +1,7 @@
 // ClusterClient against a real 3-primary Redis Cluster: routing by slot, MOVED after a slot moves,
 // ASK during a migration, TRYAGAIN and CLUSTERDOWN resent within the deadline, and never a resend
 // of a command whose outcome is unknown. Real time is only a watchdog or a deadline under test.
-#include "src/store/redis/client/cluster_client.h"
+#include "src/store/redis/client/cluster/cluster_client.h"
 
 #include <atomic>
 #include <chrono>
@@ -18,7 +18,7 @@
 
 #include "sluice/store_url.h"
 
-#include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/cluster/cluster_slot.h"
 #include "src/store/redis/client/io_thread.h"
 #include "src/store/redis/client/redis_error.h"
 #include "src/store/redis/client/redis_router_factory.h"

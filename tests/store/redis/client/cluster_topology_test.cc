@@ -1,5 +1,5 @@
 // Parsing CLUSTER SHARDS and CLUSTER SLOTS replies into a slot map (no server).
-#include "src/store/redis/client/cluster_topology.h"
+#include "src/store/redis/client/cluster/cluster_topology.h"
 
 #include <string>
 #include <vector>
@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/cluster/cluster_slot.h"
 
 namespace sluice {
 namespace {

@@ -1,7 +1,7 @@
 // SentinelClient against real Sentinels (tests/testing/redis_sentinel.h): discovery, credentials,
 // Sentinels down, following a failover, and the one resend after READONLY. Real time is only a
 // bound here (other processes' timers decide when a failover happens), never what is asserted.
-#include "src/store/redis/client/sentinel_client.h"
+#include "src/store/redis/client/sentinel/sentinel_client.h"
 
 #include <atomic>
 #include <chrono>

@@ -22,7 +22,7 @@
 #include "sluice/clock.h"
 
 #include "src/store/redis/client/redis_error.h"
-#include "src/store/redis/client/sentinel_client_internal.h"
+#include "src/store/redis/client/sentinel/sentinel_client_internal.h"
 #include "src/util/strings.h"
 
 namespace sluice {

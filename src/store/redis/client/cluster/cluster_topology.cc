@@ -1,11 +1,11 @@
-#include "src/store/redis/client/cluster_topology.h"
+#include "src/store/redis/client/cluster/cluster_topology.h"
 
 #include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-#include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/cluster/cluster_slot.h"
 #include "src/util/strings.h"
 
 namespace sluice {

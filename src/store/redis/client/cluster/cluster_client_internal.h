@@ -10,8 +10,8 @@
 // the handler returns; one destroyed in Shutdown() (off the thread) fails its commands first.
 //
 // Thread safety: as ClusterClient; members are annotated with what guards them.
-#ifndef SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLIENT_INTERNAL_H_
-#define SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLIENT_INTERNAL_H_
+#ifndef SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLUSTER_CLIENT_INTERNAL_H_
+#define SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLUSTER_CLIENT_INTERNAL_H_
 
 #include <atomic>
 #include <chrono>
@@ -29,8 +29,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "src/store/redis/client/cluster_client.h"
-#include "src/store/redis/client/cluster_topology.h"
+#include "src/store/redis/client/cluster/cluster_client.h"
+#include "src/store/redis/client/cluster/cluster_topology.h"
 #include "src/store/redis/client/io_thread.h"
 #include "src/store/redis/client/redis_endpoint.h"
 #include "src/util/mutex.h"
@@ -183,4 +183,4 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
 
 }  // namespace sluice
 
-#endif  // SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLIENT_INTERNAL_H_
+#endif  // SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLUSTER_CLIENT_INTERNAL_H_

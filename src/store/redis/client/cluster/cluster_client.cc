@@ -1,6 +1,6 @@
 // ClusterClient: creation, shutdown, routing, redirects and retries. The slot map's refresh is in
 // cluster_refresh.cc.
-#include "src/store/redis/client/cluster_client.h"
+#include "src/store/redis/client/cluster/cluster_client.h"
 
 #include <algorithm>
 #include <exception>
@@ -13,8 +13,8 @@
 
 #include "sluice/clock.h"
 
-#include "src/store/redis/client/cluster_client_internal.h"
-#include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/cluster/cluster_client_internal.h"
+#include "src/store/redis/client/cluster/cluster_slot.h"
 #include "src/store/redis/client/redis_error.h"
 #include "src/util/strings.h"
 

@@ -1,8 +1,8 @@
 // Redis Cluster key slots: which of the 16384 slots a key belongs to.
 //
 // Thread safety: pure functions.
-#ifndef SLUICE_STORE_REDIS_CLIENT_CLUSTER_SLOT_H_
-#define SLUICE_STORE_REDIS_CLIENT_CLUSTER_SLOT_H_
+#ifndef SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLUSTER_SLOT_H_
+#define SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLUSTER_SLOT_H_
 
 #include <cstdint>
 #include <string_view>
@@ -20,4 +20,4 @@ uint16_t ClusterHashSlot(std::string_view redis_key);
 
 }  // namespace sluice
 
-#endif  // SLUICE_STORE_REDIS_CLIENT_CLUSTER_SLOT_H_
+#endif  // SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLUSTER_SLOT_H_

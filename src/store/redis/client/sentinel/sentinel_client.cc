@@ -1,6 +1,6 @@
 // SentinelClient: routing to the primary, READONLY, commands waiting for a primary, and replacing
 // the primary's client. Discovery is in sentinel_discovery.cc.
-#include "src/store/redis/client/sentinel_client.h"
+#include "src/store/redis/client/sentinel/sentinel_client.h"
 
 #include <algorithm>
 #include <utility>
@@ -11,7 +11,7 @@
 #include "sluice/clock.h"
 
 #include "src/store/redis/client/redis_error.h"
-#include "src/store/redis/client/sentinel_client_internal.h"
+#include "src/store/redis/client/sentinel/sentinel_client_internal.h"
 #include "src/util/strings.h"
 
 namespace sluice {

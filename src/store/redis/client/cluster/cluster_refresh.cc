@@ -14,8 +14,8 @@
 
 #include "sluice/clock.h"
 
-#include "src/store/redis/client/cluster_client_internal.h"
-#include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/cluster/cluster_client_internal.h"
+#include "src/store/redis/client/cluster/cluster_slot.h"
 #include "src/store/redis/client/redis_error.h"
 #include "src/util/strings.h"
 

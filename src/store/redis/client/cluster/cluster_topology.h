@@ -12,8 +12,8 @@
 //   int owner = (*table)[ClusterHashSlot(key)];  // index into map->shards, or -1
 //
 // Thread safety: value types and pure functions.
-#ifndef SLUICE_STORE_REDIS_CLIENT_CLUSTER_TOPOLOGY_H_
-#define SLUICE_STORE_REDIS_CLIENT_CLUSTER_TOPOLOGY_H_
+#ifndef SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLUSTER_TOPOLOGY_H_
+#define SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLUSTER_TOPOLOGY_H_
 
 #include <cstdint>
 #include <string>
@@ -71,4 +71,4 @@ absl::StatusOr<std::vector<int16_t>> ClusterSlotTable(const ClusterMap& map);
 
 }  // namespace sluice
 
-#endif  // SLUICE_STORE_REDIS_CLIENT_CLUSTER_TOPOLOGY_H_
+#endif  // SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLUSTER_TOPOLOGY_H_

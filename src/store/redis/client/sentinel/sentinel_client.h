@@ -39,8 +39,8 @@
 // thread (a command that waited for a primary), or inline before Route() returns when the command
 // is refused up front (empty command, bad timeout, too many commands waiting, shut down, or the
 // primary's client refusing it).
-#ifndef SLUICE_STORE_REDIS_CLIENT_SENTINEL_CLIENT_H_
-#define SLUICE_STORE_REDIS_CLIENT_SENTINEL_CLIENT_H_
+#ifndef SLUICE_STORE_REDIS_CLIENT_SENTINEL_SENTINEL_CLIENT_H_
+#define SLUICE_STORE_REDIS_CLIENT_SENTINEL_SENTINEL_CLIENT_H_
 
 #include <chrono>
 #include <cstdint>
@@ -143,4 +143,4 @@ class SentinelClient final : public RedisRouter {
 
 }  // namespace sluice
 
-#endif  // SLUICE_STORE_REDIS_CLIENT_SENTINEL_CLIENT_H_
+#endif  // SLUICE_STORE_REDIS_CLIENT_SENTINEL_SENTINEL_CLIENT_H_

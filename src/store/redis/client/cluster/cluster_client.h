@@ -39,8 +39,8 @@
 // Route() returns when the command is refused up front (empty command, a node's client refusing
 // it). The primary listener runs on that thread too, so it must not block (SendSync() there
 // returns FailedPrecondition).
-#ifndef SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLIENT_H_
-#define SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLIENT_H_
+#ifndef SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLUSTER_CLIENT_H_
+#define SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLUSTER_CLIENT_H_
 
 #include <chrono>
 #include <cstdint>
@@ -138,4 +138,4 @@ class ClusterClient final : public RedisRouter {
 
 }  // namespace sluice
 
-#endif  // SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLIENT_H_
+#endif  // SLUICE_STORE_REDIS_CLIENT_CLUSTER_CLUSTER_CLIENT_H_

@@ -1,4 +1,4 @@
-#include "src/store/redis/client/cluster_slot.h"
+#include "src/store/redis/client/cluster/cluster_slot.h"
 
 namespace sluice {
 namespace {

@@ -8,8 +8,8 @@
 // `mu_` is held, since a client may run a callback inline, and a callback may call back in.
 //
 // Thread safety: thread-safe, as SentinelClient.
-#ifndef SLUICE_STORE_REDIS_CLIENT_SENTINEL_CLIENT_INTERNAL_H_
-#define SLUICE_STORE_REDIS_CLIENT_SENTINEL_CLIENT_INTERNAL_H_
+#ifndef SLUICE_STORE_REDIS_CLIENT_SENTINEL_SENTINEL_CLIENT_INTERNAL_H_
+#define SLUICE_STORE_REDIS_CLIENT_SENTINEL_SENTINEL_CLIENT_INTERNAL_H_
 
 #include <atomic>
 #include <chrono>
@@ -28,7 +28,7 @@
 #include "src/store/redis/client/io_thread.h"
 #include "src/store/redis/client/redis_client.h"
 #include "src/store/redis/client/redis_endpoint.h"
-#include "src/store/redis/client/sentinel_client.h"
+#include "src/store/redis/client/sentinel/sentinel_client.h"
 #include "src/util/log_throttle.h"
 #include "src/util/mutex.h"
 
@@ -192,4 +192,4 @@ class SentinelClient::Impl final : public std::enable_shared_from_this<Impl> {
 
 }  // namespace sluice
 
-#endif  // SLUICE_STORE_REDIS_CLIENT_SENTINEL_CLIENT_INTERNAL_H_
+#endif  // SLUICE_STORE_REDIS_CLIENT_SENTINEL_SENTINEL_CLIENT_INTERNAL_H_
