@@ -103,7 +103,6 @@ list(APPEND SLUICE_LUA_FOR_TEST_SOURCES ${cc})
 add_library(sluice_lua_for_test STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/lua_scripts_for_test.cc
   ${SLUICE_LUA_FOR_TEST_SOURCES})
-target_include_directories(sluice_lua_for_test PUBLIC
-  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
-  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
+# Its sources find src/ by the directory's include path, its users by sluice_testing's; include/
+# comes with sluice_store_redis.
 target_link_libraries(sluice_lua_for_test PUBLIC sluice_store_redis)
