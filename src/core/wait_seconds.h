@@ -43,14 +43,6 @@ int64_t PolicyWindowSeconds(const Limit& limit);
 // Returns the horizon of a limit (see PolicyWindow): twice `w` for the sliding window, else `w`.
 int64_t PolicyHorizonSeconds(const Limit& limit);
 
-// WindowOf()
-//
-// Returns the PolicyWindow of a limit. REQUIRES: a valid limit.
-inline PolicyWindow WindowOf(const Limit& limit) {
-  return {.window_seconds = PolicyWindowSeconds(limit),
-          .horizon_seconds = PolicyHorizonSeconds(limit)};
-}
-
 // RetryAfterSeconds()
 //
 // Returns the Retry-After of a denial by a policy: `retry_after` rounded up to whole seconds, at

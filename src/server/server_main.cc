@@ -17,6 +17,7 @@
 #include <grpc/support/log.h>
 
 #include "sluice/failure_policy.h"
+#include "sluice/open_store.h"
 
 #include "src/server/admin/health.h"
 #include "src/server/admin/http_api.h"
@@ -33,7 +34,6 @@
 #include "src/server/stats/metrics.h"
 #include "src/server/stats/statsd_sink.h"
 #include "src/server/stats/store_state_source.h"
-#include "src/server/store_factory.h"
 #include "src/store/split/per_second_store.h"
 #include "src/util/strings.h"
 
@@ -59,14 +59,14 @@ void LogGrpcLine(gpr_log_func_args* args) {
 // The decision store and what /healthcheck probes: the main store, and with a per-second store
 // (REDIS_PERSECOND) both behind a PerSecondStore.
 struct Stores {
-  StoreHandles main;
-  std::optional<StoreHandles> per_second;
+  OpenedStore main;
+  std::optional<OpenedStore> per_second;
   std::unique_ptr<PerSecondStore> split;
 
   Store& decisions() { return split != nullptr ? *split : static_cast<Store&>(*main.store); }
   std::vector<Store*> health() {
-    std::vector<Store*> out = {main.health_store};
-    if (per_second.has_value()) out.push_back(per_second->health_store);
+    std::vector<Store*> out = {main.backend};
+    if (per_second.has_value()) out.push_back(per_second->backend);
     return out;
   }
 };
@@ -76,20 +76,24 @@ absl::StatusOr<Stores> MakeStores(const ServerSettings& s) {
   if (!mode.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--failure-mode: ", mode.status().message()));
   }
-  const StoreFactoryOptions options{
+  // Each descriptor is its own Redis Cluster slot (docs/keys.md), so on a cluster a request with
+  // several descriptors is split into one atomic call per slot, as envoyproxy/ratelimit does per
+  // descriptor (docs/redis.md, "Keys on Redis Cluster"). One server ignores this.
+  const OpenStoreOptions options{
       .policy = FailurePolicy{.mode = *mode, .expected_instances = s.expected_instances},
       .memory = MemoryStoreOptions{.max_bytes = s.memory_store_max_bytes},
       .key_prefix = s.key_prefix,
+      .cross_slot = CrossSlot::kSplit,
       .startup_wait = s.redis_startup_max_elapsed};
   Stores stores;
-  absl::StatusOr<StoreHandles> main = MakeStore(s.store, options);
+  absl::StatusOr<OpenedStore> main = OpenStore(s.store, options);
   if (!main.ok()) {
     return absl::Status(main.status().code(), absl::StrCat("--store: ", main.status().message()));
   }
   stores.main = *std::move(main);
   spdlog::info("store: {} (failure mode {})", stores.main.description, s.failure_mode);
   if (!s.per_second_store.empty()) {
-    absl::StatusOr<StoreHandles> per_second = MakeStore(s.per_second_store, options);
+    absl::StatusOr<OpenedStore> per_second = OpenStore(s.per_second_store, options);
     if (!per_second.ok()) {
       return absl::Status(per_second.status().code(),
                           absl::StrCat("--per-second-store: ", per_second.status().message()));
@@ -196,7 +200,7 @@ int RunServer(const ServerSettings& settings) {
                            });
   const ConfigLoadOptions load_options{.merge_domains = settings.merge_domains,
                                        .ignore_dotfiles = settings.ignore_dotfiles};
-  metrics.SetStoreStateSource(StoreStateSource(*stores->main.store, stores->main.health_store));
+  metrics.SetStoreStateSource(StoreStateSource(*stores->main.store, stores->main.backend));
   auto apply = [&](const std::string& why, ConfigReloader::Result config) {
     metrics.CountConfigLoad(config.ok());
     if (!config.ok()) {

@@ -70,16 +70,10 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
       std::move(done)(FallbackAll(checks));
       return;
     }
-    if (policy_.mode == FailureMode::kPropagate) {
-      // An error goes back as it is: nothing of the checks is needed once the store answered.
-      DecideOn(inner(), checks,
-               [this, done = std::move(done)](absl::StatusOr<MultiDecision> result) mutable {
-                 std::move(done)(CompleteAll(std::move(result), {}));
-               });
-      return;
-    }
-    // The checks need not outlive this call; keep a copy for the fallback.
-    std::vector<LimitCheck> copy(checks.begin(), checks.end());
+    // The checks need not outlive this call: keep a copy for the fallback, unless the policy
+    // hands errors back as they are (kPropagate), which needs none.
+    std::vector<LimitCheck> copy;
+    if (policy_.mode != FailureMode::kPropagate) copy.assign(checks.begin(), checks.end());
     DecideOn(inner(), checks,
              [this, copy = std::move(copy),
               done = std::move(done)](absl::StatusOr<MultiDecision> result) mutable {

@@ -117,9 +117,7 @@ class RedisStoreImpl final : public RedisStore {
         return;
       }
     }
-    std::vector<size_t> all(checks.size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-    RunChecks(checks, all, redis_keys, std::move(done));
+    RunChecks(checks, /*indices=*/{}, redis_keys, std::move(done));
   }
 
   absl::Status WaitForConnection(std::chrono::milliseconds timeout) override {
@@ -217,23 +215,26 @@ class RedisStoreImpl final : public RedisStore {
     }
   }
 
-  // Decides checks[i] for each i of `indices` (one slot on a Cluster) in one atomic call, whose
-  // keys are redis_keys[i] (moved from). One check takes the single-check script: it decides
-  // exactly as check_all with one check does (the Lua vectors test runs every vector through
-  // both) and costs Redis less. The one place that chooses between the two.
+  // Decides checks[i] for each i of `indices` (one slot on a Cluster; empty for all of them) in
+  // one atomic call, whose keys are redis_keys[i] (moved from). One check takes the single-check
+  // script: it decides exactly as check_all with one check does (the Lua vectors test runs every
+  // vector through both) and costs Redis less. The one place that chooses between the two.
   void RunChecks(std::span<const LimitCheck> checks, std::span<const size_t> indices,
                  std::vector<std::string>& redis_keys, MultiDecisionCallback done) {
-    if (indices.size() == 1) {
-      const LimitCheck& check = checks[indices[0]];
-      RunCheck(std::move(redis_keys[indices[0]]), check.limit, check.cost,
+    const size_t n = indices.empty() ? checks.size() : indices.size();
+    const auto index = [indices](size_t j) { return indices.empty() ? j : indices[j]; };
+    if (n == 1) {
+      const size_t i = index(0);
+      RunCheck(std::move(redis_keys[i]), checks[i].limit, checks[i].cost,
                OneDecision(std::move(done)));
       return;
     }
     std::vector<std::string> group_keys;
     std::vector<std::string> args;
-    group_keys.reserve(indices.size());
-    args.reserve(kArgsPerCheck * indices.size());
-    for (const size_t i : indices) {
+    group_keys.reserve(n);
+    args.reserve(kArgsPerCheck * n);
+    for (size_t j = 0; j < n; ++j) {
+      const size_t i = index(j);
       group_keys.push_back(std::move(redis_keys[i]));
       AppendCheckArguments(checks[i].limit, checks[i].cost, args);
     }
