@@ -13,7 +13,7 @@ namespace {
 
 // The one decision of a call with one check.
 absl::StatusOr<Decision> OnlyDecision(absl::StatusOr<MultiDecision> result) {
-  if (!result.ok()) return result.status();
+  if (!result.ok()) return std::move(result).status();
   if (result->decisions.size() != 1) {
     return absl::InternalError(
         absl::StrCat("store answered ", result->decisions.size(), " decisions for 1 check"));

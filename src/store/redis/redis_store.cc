@@ -147,10 +147,12 @@ class RedisStoreImpl final : public RedisStore {
   };
 
   // The callback of RunCheck() that answers a Decide() of one check.
+  // The error is moved out, not copied: `d` dies on this thread after `done` has handed the answer
+  // to its caller, and must not still share the status with it.
   static DecisionCallback OneDecision(MultiDecisionCallback done) {
     return [done = std::move(done)](absl::StatusOr<Decision> d) mutable {
       if (!d.ok()) {
-        std::move(done)(d.status());
+        std::move(done)(std::move(d).status());
         return;
       }
       const bool allowed = d->allowed;

@@ -68,7 +68,7 @@ void PerSecondStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCal
   DecideOn(per_second_, s->per_second,
            [this, s, n, done = std::move(done)](absl::StatusOr<MultiDecision> first) mutable {
              if (!first.ok()) {
-               std::move(done)(first.status());
+               std::move(done)(std::move(first).status());
                return;
              }
              if (!first->allowed) s->other = Peeks(std::move(s->other));
@@ -77,7 +77,7 @@ void PerSecondStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCal
                  [s, n, first = *std::move(first),
                   done = std::move(done)](absl::StatusOr<MultiDecision> second) mutable {
                    if (!second.ok()) {
-                     std::move(done)(second.status());
+                     std::move(done)(std::move(second).status());
                      return;
                    }
                    std::move(done)(Join(*s, n, first, *second, first.allowed && second->allowed));
