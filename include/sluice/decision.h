@@ -32,6 +32,9 @@ struct [[nodiscard]] Decision {
   std::chrono::microseconds retry_after{0};
   // True when a store failure policy answered instead of the store (see failure_policy.h).
   bool from_fallback = false;
+  // True when a decorator in front of the store answered from memory, without asking the store:
+  // the over-limit cache's denial (sluiced's LOCAL_CACHE_SIZE_IN_BYTES).
+  bool answered_locally = false;
 
   friend bool operator==(const Decision&, const Decision&) = default;
 };

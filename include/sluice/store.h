@@ -28,6 +28,7 @@
 #define SLUICE_STORE_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -131,6 +132,17 @@ class Store {
   // that needs them later copies them. A store with a cheaper path for one check takes it here,
   // the one place that knows.
   virtual void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) = 0;
+
+  // Store::DecideLocally()
+  //
+  // Decides `checks` as Decide() would, but only when the store can do so from memory without
+  // any I/O (a lease in front of Redis); returns nullopt, having recorded nothing, otherwise. A
+  // failure policy asks it while its breaker keeps the store itself from being called, so that
+  // what can still be decided exactly is. REQUIRES: as Decide(). Default: nullopt.
+  virtual std::optional<MultiDecision> DecideLocally(std::span<const LimitCheck> checks) {
+    (void)checks;
+    return std::nullopt;
+  }
 
  private:
   friend class StoreWrapper;

@@ -19,6 +19,7 @@
 #define SLUICE_STORE_WRAPPER_H_
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -56,6 +57,18 @@ class StoreWrapper : public Store {
   static void DecideOn(Store& store, std::span<const LimitCheck> checks,
                        MultiDecisionCallback done) {
     store.Decide(checks, std::move(done));
+  }
+
+  std::optional<MultiDecision> DecideLocally(std::span<const LimitCheck> checks) override {
+    return DecideLocallyOn(*inner_, checks);
+  }
+
+  // StoreWrapper::DecideLocallyOn()
+  //
+  // Calls `store`'s DecideLocally() (the checks were validated on their way in).
+  static std::optional<MultiDecision> DecideLocallyOn(Store& store,
+                                                      std::span<const LimitCheck> checks) {
+    return store.DecideLocally(checks);
   }
 
  private:

@@ -22,6 +22,8 @@ namespace sluice::testing {
 class FaultyStore final : public StoreWrapper {
  public:
   explicit FaultyStore(std::unique_ptr<Store> wrapped) : StoreWrapper(std::move(wrapped)) {}
+  // Wraps `wrapped` without owning it; it must outlive this store.
+  explicit FaultyStore(Store& wrapped) : StoreWrapper(wrapped) {}
 
   void Fail(absl::Status status) {
     internal::MutexLock lock(&mu_);

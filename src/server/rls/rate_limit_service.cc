@@ -13,13 +13,19 @@ namespace {
 // The over-limit cache `options` ask for: on when either bound is set (the reference turns its
 // cache on with LOCAL_CACHE_SIZE_IN_BYTES alone), each bound unset meaning no bound of that kind
 // beyond the default byte bound.
-std::unique_ptr<OverLimitCache> MakeOverLimitCache(const RateLimitServiceOptions& options) {
+std::unique_ptr<internal::OverLimitStore> MakeOverLimitStore(Store& store,
+                                                             const RateLimitServiceOptions& options,
+                                                             Clock& clock) {
   if (options.over_limit_cache_entries == 0 && options.over_limit_cache_bytes == 0) return nullptr;
-  return std::make_unique<OverLimitCache>(
-      options.over_limit_cache_entries > 0 ? options.over_limit_cache_entries
-                                           : std::numeric_limits<size_t>::max(),
-      options.over_limit_cache_bytes > 0 ? options.over_limit_cache_bytes
-                                         : OverLimitCache::kDefaultMaxBytes);
+  return std::make_unique<internal::OverLimitStore>(
+      store,
+      internal::OverLimitStoreOptions{.max_entries = options.over_limit_cache_entries > 0
+                                                         ? options.over_limit_cache_entries
+                                                         : std::numeric_limits<size_t>::max(),
+                                      .max_bytes = options.over_limit_cache_bytes > 0
+                                                       ? options.over_limit_cache_bytes
+                                                       : internal::OverLimitCache::kDefaultMaxBytes,
+                                      .clock = &clock});
 }
 
 }  // namespace
@@ -29,8 +35,8 @@ RateLimitService::RateLimitService(Store& store, RlsObserver& observer,
     : observer_(observer),
       options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
-      over_limit_cache_(MakeOverLimitCache(options_)),
-      executor_(store, over_limit_cache_.get(), clock_) {}
+      over_limit_store_(MakeOverLimitStore(store, options_, clock_)),
+      executor_(over_limit_store_ != nullptr ? *over_limit_store_ : store, clock_) {}
 
 void RateLimitService::SetConfig(std::shared_ptr<const RateLimitConfig> config) {
   internal::MutexLock lock(&mu_);

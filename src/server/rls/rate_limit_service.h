@@ -31,12 +31,12 @@
 #include "sluice/config.h"
 #include "sluice/store.h"
 
-#include "src/server/over_limit_cache.h"
 #include "src/server/rls/rls_evaluate.h"
 #include "src/server/rls/rls_executor.h"
 #include "src/server/rls/rls_observer.h"
 #include "src/server/rls/rls_plan.h"
 #include "src/server/rls/rls_types.h"
+#include "src/store/over_limit/over_limit_store.h"
 #include "src/util/mutex.h"
 
 namespace sluice::server {
@@ -66,7 +66,8 @@ struct RateLimitServiceOptions {
   // Bounds of the over-limit cache: entries (--local-cache-entries) and bytes
   // (LOCAL_CACHE_SIZE_IN_BYTES, --local-cache-bytes). The cache is on when either is above 0; an
   // unset entry bound leaves only the byte bound, an unset byte bound is
-  // OverLimitCache::kDefaultMaxBytes. Default: both 0, off (see docs/sluiced.md).
+  // OverLimitCache::kDefaultMaxBytes. The service then decides through an OverLimitStore in front
+  // of its store. Default: both 0, off (see docs/sluiced.md).
   size_t over_limit_cache_entries = 0;
   size_t over_limit_cache_bytes = 0;
 };
@@ -102,7 +103,8 @@ class RateLimitService {
   RlsObserver& observer_;
   const RateLimitServiceOptions options_;
   Clock& clock_;
-  std::unique_ptr<OverLimitCache> over_limit_cache_;
+  // The over-limit cache in front of the store, when the options ask for one.
+  std::unique_ptr<internal::OverLimitStore> over_limit_store_;
   PlanExecutor executor_;
   mutable internal::Mutex mu_;
   std::shared_ptr<const RateLimitConfig> config_ ABSL_GUARDED_BY(mu_);

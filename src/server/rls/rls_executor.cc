@@ -58,24 +58,10 @@ void PlanExecutor::Execute(std::shared_ptr<const Plan> plan, Done done) {
 
 void PlanExecutor::StartRoundOne(const std::shared_ptr<Run>& run) {
   const std::vector<PlannedLimit>& limits = run->plan->limits;
-  const auto now = clock_.Now();
   for (size_t i = 0; i < limits.size(); ++i) {
     const PlannedLimit& l = limits[i];
     LimitResult& r = run->results[i];
-    if (!l.limit.has_value()) {
-      r.decision = DeniedWithoutStore(l.reported, clock_.EpochNow());
-      continue;
-    }
-    if (!l.Enforced() || cache_ == nullptr) continue;
-    if (std::optional<OverLimitCache::Over> over =
-            cache_->Lookup(l.key, l.limit->limit, l.hits, now)) {
-      r.decision = Decision{.allowed = false,
-                            .limit = l.limit->Capacity(),
-                            .remaining = 0,
-                            .reset_after = over->reset_after,
-                            .retry_after = over->retry_after};
-      r.from_cache = true;
-    }
+    if (!l.limit.has_value()) r.decision = DeniedWithoutStore(l.reported, clock_.EpochNow());
   }
   for (size_t i = 0; i < limits.size(); ++i) {
     const PlannedLimit& l = limits[i];
@@ -112,6 +98,7 @@ void PlanExecutor::StartRoundOne(const std::shared_ptr<Run>& run) {
       if (d.ok()) {
         run->results[i].decision = *d;
         run->results[i].counted = d->allowed;
+        run->results[i].from_cache = d->answered_locally;
       } else {
         run->Fail(d.status());
       }
@@ -166,6 +153,7 @@ void PlanExecutor::CheckTogether(const std::shared_ptr<Run>& run, std::vector<si
             } else {
               r.decision = m->decisions[j];
               r.counted = m->allowed;
+              r.from_cache = m->decisions[j].answered_locally;
             }
           }
         } else {
@@ -194,22 +182,6 @@ void PlanExecutor::Complete(const std::shared_ptr<Run>& run) {
   if (!error.ok()) {
     std::move(run->done)(std::move(error));
     return;
-  }
-  if (cache_ != nullptr) {
-    const auto now = clock_.Now();
-    const std::vector<PlannedLimit>& limits = run->plan->limits;
-    for (size_t i = 0; i < limits.size(); ++i) {
-      const PlannedLimit& l = limits[i];
-      const LimitResult& r = run->results[i];
-      // Not for a 0-hit check: the cache answers requests of at least the denied cost. Not for a
-      // peek either: the store denied nothing, so its answer carries no retry_after.
-      if (!l.Enforced() || r.from_cache || r.peeked || !r.decision.has_value() ||
-          r.decision->allowed || l.hits == 0 || !l.limit.has_value()) {
-        continue;
-      }
-      cache_->Add(l.key, l.limit->limit, l.hits, now, r.decision->retry_after,
-                  r.decision->reset_after);
-    }
   }
   std::move(run->done)(std::move(run->results));
 }

@@ -6,7 +6,7 @@
 // it, as the reference's do); and, when the request mixes 0-hit checks with hits, a peek at the
 // 0-hit limits. Round 2: the enforced limits, all-or-nothing in one call, so a request rejected by
 // one limit consumes none of the others. Round 2 only peeks (cost 0) when the request is already
-// known to be over: a `requests_per_unit: 0` limit, an over-limit cache hit, an exhausted 0-hit
+// known to be over: a `requests_per_unit: 0` limit, an exhausted 0-hit
 // check, or every quota-mode descriptor over.
 //
 // Each store answer writes only its own limits' results; a counter of outstanding calls (acquire
@@ -15,13 +15,16 @@
 // inline (the memory store), else on the thread of the last store answer.
 //
 // Example:
-//   PlanExecutor executor(store, /*over_limit_cache=*/nullptr, Clock::Real());
+//   PlanExecutor executor(store, Clock::Real());
 //   executor.Execute(std::make_shared<const Plan>(std::move(plan)),
 //                    [](absl::StatusOr<std::vector<LimitResult>> results) { ... });
 //
 // Errors: the first store error of the request, as the store gave it; the results are then lost.
 //
-// Thread safety: thread-safe; the store, cache and clock must outlive every execution.
+// An over-limit cache, when sluiced has one, is a store decorator (OverLimitStore) in front of the
+// store: its answers carry Decision::answered_locally, which the results report as from_cache.
+//
+// Thread safety: thread-safe; the store and clock must outlive every execution.
 #ifndef SLUICE_SERVER_RLS_RLS_EXECUTOR_H_
 #define SLUICE_SERVER_RLS_RLS_EXECUTOR_H_
 
@@ -34,7 +37,6 @@
 #include "sluice/clock.h"
 #include "sluice/store.h"
 
-#include "src/server/over_limit_cache.h"
 #include "src/server/rls/rls_plan.h"
 
 namespace sluice::server {
@@ -44,9 +46,7 @@ class PlanExecutor {
   // Receives one result per plan.limits, in order.
   using Done = absl::AnyInvocable<void(absl::StatusOr<std::vector<LimitResult>>) &&>;
 
-  // `over_limit_cache` may be null (no cache).
-  PlanExecutor(Store& store, OverLimitCache* over_limit_cache, Clock& clock)
-      : store_(store), cache_(over_limit_cache), clock_(clock) {}
+  PlanExecutor(Store& store, Clock& clock) : store_(store), clock_(clock) {}
 
   // PlanExecutor::Execute()
   //
@@ -66,7 +66,6 @@ class PlanExecutor {
   void CheckTogether(const std::shared_ptr<Run>& run, std::vector<size_t> indexes, bool peek);
 
   Store& store_;
-  OverLimitCache* const cache_;
   Clock& clock_;
 };
 

@@ -54,9 +54,9 @@ struct LeasedDecision {
 
 // One unspent part of a lease to give back.
 struct LeaseRefund {
-  LimitCheck check;       // the key and limit the lease was granted on (cost ignored)
-  LeaseGrant grant;       // the grant as it was received
-  int64_t unspent = 0;    // 0 < unspent <= grant.granted
+  LimitCheck check;     // the key and limit the lease was granted on (cost ignored)
+  LeaseGrant grant;     // the grant as it was received
+  int64_t unspent = 0;  // 0 < unspent <= grant.granted
 };
 
 class LeaseSource {
@@ -78,7 +78,8 @@ class LeaseSource {
   // LeaseSource::Refund()
   //
   // Gives back unspent units of leases that have not ended; a refund of a lease that has ended,
-  // or whose state is gone, changes nothing. At most as many refunds per call as checks per CheckAll() call.
+  // or whose state is gone, changes nothing. At most as many refunds per call as checks per
+  // CheckAll() call.
   virtual void Refund(std::span<const LeaseRefund> refunds, RefundCallback done) = 0;
 };
 

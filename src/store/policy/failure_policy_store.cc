@@ -67,6 +67,12 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
   // Name() and AnswersInline() are the wrapped store's.
   void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
     if (!AdmitToStore()) {
+      // The store is not called while the breaker is open, but what it can decide from memory
+      // (a live lease) is still decided exactly.
+      if (std::optional<MultiDecision> local = DecideLocallyOn(inner(), checks)) {
+        std::move(done)(*std::move(local));
+        return;
+      }
       std::move(done)(FallbackAll(checks));
       return;
     }

@@ -406,11 +406,9 @@ TEST_P(ReferenceLimiterScenarios, OverLimitWithLocalCacheShadowRule) {
 // cached half of redis/fixed_cache_impl_test.go TestOverLimitWithLocalCacheShadowRule: once a
 // shadow-mode limit is over, the reference answers it from its local cache (OK, and
 // over_limit_with_local_cache counted besides over_limit and shadow_mode).
-// DISABLED: sluiced never caches shadow-mode limits (PlanExecutor looks up and adds only enforced
-// limits), so every shadow check goes to the store and over_limit_with_local_cache stays 0. The
-// answers are the same; the store calls and that stat differ, and docs/compatibility.md does not
-// say so. Either cache shadow-mode denials or document the difference.
-TEST_P(ReferenceLimiterScenarios, DISABLED_OverLimitWithLocalCacheShadowRuleAnsweredFromCache) {
+// The cache is a store decorator (OverLimitStore), so shadow-mode denials are cached as enforced
+// ones are.
+TEST_P(ReferenceLimiterScenarios, OverLimitWithLocalCacheShadowRuleAnsweredFromCache) {
   EnsureWindowRoom(kHour);
   Build(kKeyValue, {.over_limit_cache_entries = 100});
   Admit(Request("shadow", 5), 1);

@@ -1,9 +1,9 @@
-#include "src/server/over_limit_cache.h"
+#include "src/store/over_limit/over_limit_cache.h"
 
 #include <algorithm>
 #include <iterator>
 
-namespace sluice::server {
+namespace sluice::internal {
 
 void OverLimitCache::Add(absl::string_view key, int64_t limit, int64_t cost,
                          std::chrono::steady_clock::time_point now,
@@ -12,7 +12,7 @@ void OverLimitCache::Add(absl::string_view key, int64_t limit, int64_t cost,
   if (retry_after <= std::chrono::microseconds::zero() || max_entries_ == 0) return;
   const size_t bytes = EntryBytes(key);
   if (bytes > max_bytes_) return;
-  internal::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const Entry entry{.until = now + retry_after,
                     .reset_at = now + std::max(retry_after, reset_after),
                     .limit = limit,
@@ -46,18 +46,18 @@ void OverLimitCache::Erase(absl::flat_hash_map<std::string, Entry>::iterator it)
 }
 
 size_t OverLimitCache::entries() const {
-  internal::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return entries_.size();
 }
 
 size_t OverLimitCache::bytes() const {
-  internal::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return bytes_;
 }
 
 std::optional<OverLimitCache::Over> OverLimitCache::Lookup(
     absl::string_view key, int64_t limit, int64_t cost, std::chrono::steady_clock::time_point now) {
-  internal::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return std::nullopt;
   if (it->second.until <= now) {
@@ -72,4 +72,4 @@ std::optional<OverLimitCache::Over> OverLimitCache::Lookup(
           std::chrono::duration_cast<std::chrono::microseconds>(it->second.reset_at - now)};
 }
 
-}  // namespace sluice::server
+}  // namespace sluice::internal

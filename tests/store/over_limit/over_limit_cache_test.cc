@@ -1,5 +1,5 @@
 // OverLimitCache: bounded in entries and in bytes (issue 13, point 3).
-#include "src/server/over_limit_cache.h"
+#include "src/store/over_limit/over_limit_cache.h"
 
 #include <chrono>
 #include <string>
@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
-namespace sluice::server {
+namespace sluice::internal {
 namespace {
 
 using std::chrono::milliseconds;
@@ -73,4 +73,4 @@ TEST(OverLimitCache, KeyLongerThanMaxBytesIsNeverCached) {
 }
 
 }  // namespace
-}  // namespace sluice::server
+}  // namespace sluice::internal

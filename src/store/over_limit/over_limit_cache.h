@@ -12,8 +12,8 @@
 // by the store key, which includes the limit's algorithm and period but not its quota.
 //
 // Thread safety: thread-safe.
-#ifndef SLUICE_SERVER_OVER_LIMIT_CACHE_H_
-#define SLUICE_SERVER_OVER_LIMIT_CACHE_H_
+#ifndef SLUICE_STORE_OVER_LIMIT_OVER_LIMIT_CACHE_H_
+#define SLUICE_STORE_OVER_LIMIT_OVER_LIMIT_CACHE_H_
 
 #include <chrono>
 #include <cstddef>
@@ -26,7 +26,7 @@
 
 #include "src/util/mutex.h"
 
-namespace sluice::server {
+namespace sluice::internal {
 
 class OverLimitCache {
  public:
@@ -86,12 +86,12 @@ class OverLimitCache {
 
   const size_t max_entries_;
   const size_t max_bytes_;
-  mutable internal::Mutex mu_;
+  mutable Mutex mu_;
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::chrono::steady_clock::time_point next_full_sweep_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace sluice::server
+}  // namespace sluice::internal
 
-#endif  // SLUICE_SERVER_OVER_LIMIT_CACHE_H_
+#endif  // SLUICE_STORE_OVER_LIMIT_OVER_LIMIT_CACHE_H_

@@ -1,0 +1,452 @@
+#include "src/store/lease/lease_store.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <functional>
+#include <utility>
+
+#include "absl/hash/hash.h"
+#include "spdlog/spdlog.h"
+
+#include "src/util/strings.h"
+
+namespace sluice::internal {
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+
+// A lease's units are sized by at least this much measured time, so that one burst of a few
+// requests does not look like a huge rate.
+constexpr microseconds kMinRateWindow = std::chrono::milliseconds(10);
+
+microseconds Until(std::chrono::steady_clock::time_point at,
+                   std::chrono::steady_clock::time_point now) {
+  return at > now ? duration_cast<microseconds>(at - now) : microseconds::zero();
+}
+
+bool HasRepeatedKey(std::span<const LimitCheck> checks) {
+  for (size_t i = 1; i < checks.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (checks[i].key == checks[j].key) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// A leasing call in flight: the checks it was made for, kept until the store answers.
+struct LeaseStore::Pending {
+  std::vector<LimitCheck> checks;
+  std::vector<LeaseWant> wants;
+  Time sent;
+};
+
+LeaseStore::LeaseStore(Store& inner, LeaseSource& source, const LeaseOptions& options)
+    : StoreWrapper(inner),
+      source_(source),
+      options_(options),
+      clock_(options.clock != nullptr ? *options.clock : Clock::Real()) {}
+
+LeaseStore::LeaseStore(std::unique_ptr<Store> owned, LeaseSource& source,
+                       const LeaseOptions& options)
+    : StoreWrapper(*owned),
+      source_(source),
+      options_(options),
+      clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
+      owned_(std::move(owned)) {}
+
+LeaseStore::~LeaseStore() { RefundAll(std::chrono::seconds(1)); }
+
+size_t LeaseStore::ShardOf(std::string_view key) const {
+  return absl::HashOf(AbslView(key)) % kShards;
+}
+
+int64_t LeaseStore::Units(Entry& e, Time now) {
+  int64_t units = 0;
+  for (Slot& s : e.slots) {
+    if (s.units == 0) continue;
+    if (s.until <= now) {
+      units_expired_.fetch_add(static_cast<uint64_t>(s.units), std::memory_order_relaxed);
+      s = Slot{};
+      continue;
+    }
+    units += s.units;
+  }
+  return units;
+}
+
+void LeaseStore::Spend(Entry& e, int64_t cost, Time now) {
+  while (cost > 0) {
+    Slot* first = nullptr;
+    for (Slot& s : e.slots) {
+      if (s.units > 0 && s.until > now && (first == nullptr || s.until < first->until)) first = &s;
+    }
+    if (first == nullptr) return;  // Unreachable when the caller checked Units().
+    const int64_t take = std::min(cost, first->units);
+    first->units -= take;
+    cost -= take;
+  }
+}
+
+int64_t LeaseStore::WantOf(const Entry& e, const Limit& limit, Time now) const {
+  const microseconds measured = std::max(Until(now, e.since), kMinRateWindow);
+  const microseconds target = options_.refresh_target;
+  // Units used over the measured time, scaled to the refresh target, rounded up.
+  const int64_t want = (e.demand * target.count() + measured.count() - 1) / measured.count();
+  return std::clamp<int64_t>(want, 0, std::min(options_.max_want, limit.Capacity()));
+}
+
+LeaseStore::Entry* LeaseStore::Find(Shard& s, std::string_view key, const Limit& limit, Time now,
+                                    bool create) {
+  auto it = s.entries.find(AbslView(key));
+  if (it == s.entries.end()) {
+    if (!create) return nullptr;
+    SweepIfFull(s, now);
+    if (s.entries.size() >= std::max<size_t>(1, options_.max_keys / kShards)) return nullptr;
+    it = s.entries.emplace(std::string(key), Entry{.limit = limit, .since = now}).first;
+    keys_.fetch_add(1, std::memory_order_relaxed);
+  }
+  Entry& e = it->second;
+  if (!(e.limit == limit)) {
+    // The key is decided under another limit now: what was leased under the old one is not
+    // spent under the new one (stranded), and the new one starts from nothing.
+    if (e.leasing) return nullptr;
+    for (Slot& slot : e.slots) {
+      units_expired_.fetch_add(static_cast<uint64_t>(slot.units), std::memory_order_relaxed);
+    }
+    e = Entry{.limit = limit, .since = now};
+  }
+  e.last_used = now;
+  return &e;
+}
+
+void LeaseStore::SweepIfFull(Shard& s, Time now) {
+  if (s.entries.size() < std::max<size_t>(1, options_.max_keys / kShards)) return;
+  if (now < s.next_sweep) return;
+  s.next_sweep = now + std::chrono::milliseconds(100);
+  for (auto it = s.entries.begin(); it != s.entries.end();) {
+    Entry& e = it->second;
+    if (!e.leasing && Units(e, now) == 0 && e.denied_until <= now &&
+        now - e.last_used > options_.refresh_target) {
+      s.entries.erase(it++);
+      keys_.fetch_sub(1, std::memory_order_relaxed);
+    } else {
+      ++it;
+    }
+  }
+}
+
+LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool plan_call) {
+  LocalPass pass;
+  const Time now = clock_.Now();
+  // The shards of the checks, locked in ascending order (a multi-limit check holds them all, so
+  // that it spends from every lease or from none).
+  std::array<size_t, 8> small{};
+  std::vector<size_t> many;
+  std::span<size_t> order;
+  if (checks.size() <= small.size()) {
+    for (size_t i = 0; i < checks.size(); ++i) small[i] = ShardOf(checks[i].key);
+    order = std::span<size_t>(small.data(), checks.size());
+  } else {
+    for (const LimitCheck& c : checks) many.push_back(ShardOf(c.key));
+    order = many;
+  }
+  std::vector<size_t> sorted_many;
+  std::array<size_t, 8> sorted_small{};
+  std::span<size_t> sorted;
+  if (order.size() <= sorted_small.size()) {
+    std::copy(order.begin(), order.end(), sorted_small.begin());
+    sorted = std::span<size_t>(sorted_small.data(), order.size());
+  } else {
+    sorted_many.assign(order.begin(), order.end());
+    sorted = sorted_many;
+  }
+  std::sort(sorted.begin(), sorted.end());
+  const auto last = std::unique(sorted.begin(), sorted.end());
+  sorted = sorted.subspan(0, static_cast<size_t>(last - sorted.begin()));
+  for (size_t shard : sorted) shards_[shard].mu.Lock();
+
+  std::array<Entry*, 8> entries_small{};
+  std::vector<Entry*> entries_many;
+  std::span<Entry*> entries;
+  if (checks.size() <= entries_small.size()) {
+    entries = std::span<Entry*>(entries_small.data(), checks.size());
+  } else {
+    entries_many.resize(checks.size());
+    entries = entries_many;
+  }
+  bool all_units = true;
+  bool any_denied = false;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    Shard& shard = shards_[order[i]];
+    Entry* e = Find(shard, checks[i].key, checks[i].limit, now, plan_call);
+    entries[i] = e;
+    if (e == nullptr) {
+      all_units = false;
+      continue;
+    }
+    if (e->denied_until > now && checks[i].cost >= e->denied_cost && checks[i].cost > 0) {
+      any_denied = true;
+    }
+    // A peek is answered here only while a lease is live: then what it reports is at least
+    // this instance's own units; otherwise the store's state is not known here.
+    const int64_t units = Units(*e, now);
+    if (units < checks[i].cost || (checks[i].cost == 0 && units == 0)) all_units = false;
+  }
+
+  auto local_decision = [&](size_t i, bool allowed) {
+    const Entry* e = entries[i];
+    const Limit& limit = checks[i].limit;
+    if (e == nullptr) {
+      return Decision{.allowed = allowed, .limit = limit.Capacity(), .answered_locally = true};
+    }
+    int64_t units = 0;
+    for (const Slot& s : e->slots) units += s.units;
+    Decision d{.allowed = allowed,
+               .limit = limit.Capacity(),
+               .remaining = std::clamp<int64_t>(e->store_remaining + units, 0, limit.Capacity()),
+               .reset_after = Until(e->reset_at, now),
+               .retry_after = microseconds::zero(),
+               .answered_locally = true};
+    if (!allowed && e->denied_until > now && checks[i].cost >= e->denied_cost) {
+      d.remaining = 0;
+      d.reset_after = std::max(d.reset_after, Until(e->denied_reset_at, now));
+      d.retry_after = Until(e->denied_until, now);
+    }
+    return d;
+  };
+
+  if (any_denied) {
+    // Known over: nothing can pass before the retry_after the store gave, whatever others do.
+    MultiDecision m{.allowed = false, .decisions = {}};
+    m.decisions.reserve(checks.size());
+    for (size_t i = 0; i < checks.size(); ++i) {
+      const Entry* e = entries[i];
+      const bool over = e != nullptr && e->denied_until > now && checks[i].cost >= e->denied_cost &&
+                        checks[i].cost > 0;
+      m.decisions.push_back(local_decision(i, !over));
+      if (!over && m.decisions.back().remaining < checks[i].cost)
+        m.decisions.back().allowed = false;
+    }
+    local_denials_.fetch_add(1, std::memory_order_relaxed);
+    pass.answer = std::move(m);
+  } else if (all_units) {
+    MultiDecision m{.allowed = true, .decisions = {}};
+    m.decisions.reserve(checks.size());
+    for (size_t i = 0; i < checks.size(); ++i) {
+      Entry& e = *entries[i];
+      Spend(e, checks[i].cost, now);
+      e.demand += checks[i].cost;
+      m.decisions.push_back(local_decision(i, true));
+      // Refill before the lease runs out: when under half of the last grant's worth is left.
+      int64_t units = 0;
+      int64_t granted = 0;
+      for (const Slot& s : e.slots) {
+        units += s.units;
+        granted = std::max(granted, s.grant.granted);
+      }
+      if (plan_call && !e.leasing && units * 2 <= granted) {
+        e.leasing = true;
+        pass.refill.push_back(i);
+      }
+    }
+    local_admits_.fetch_add(1, std::memory_order_relaxed);
+    pass.answer = std::move(m);
+  } else if (plan_call) {
+    // Every miss goes to the store through the leasing call, asking for units or not, so that
+    // what the store answers (a denial, its reset) is learnt. A key the table has no room for is
+    // an exact call (no wants).
+    bool held = true;
+    for (Entry* e : entries) held = held && e != nullptr;
+    if (held) {
+      pass.wants.resize(checks.size());
+      for (size_t i = 0; i < checks.size(); ++i) {
+        Entry& e = *entries[i];
+        // Sized by what was asked before this request: a key's first request leases nothing.
+        const int64_t want = WantOf(e, checks[i].limit, now);
+        e.demand += checks[i].cost;
+        // One leasing call per key at a time: a concurrent miss asks for no units.
+        if (e.leasing || want == 0) continue;
+        e.leasing = true;
+        pass.wants[i] = LeaseWant{
+            .units = want, .ttl = std::min<microseconds>(options_.ttl, checks[i].limit.period)};
+      }
+    }
+  }
+  for (size_t shard : sorted) shards_[shard].mu.Unlock();
+  return pass;
+}
+
+void LeaseStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) {
+  if (HasRepeatedKey(checks)) {
+    exact_calls_.fetch_add(1, std::memory_order_relaxed);
+    DecideOn(inner(), checks, std::move(done));
+    return;
+  }
+  LocalPass pass = Pass(checks, /*plan_call=*/true);
+  for (size_t i : pass.refill) Refill(checks[i]);
+  if (pass.answer.has_value()) {
+    std::move(done)(*std::move(pass.answer));
+    return;
+  }
+  if (pass.wants.empty()) {
+    exact_calls_.fetch_add(1, std::memory_order_relaxed);
+    DecideOn(inner(), checks, std::move(done));
+    return;
+  }
+  lease_calls_.fetch_add(1, std::memory_order_relaxed);
+  auto pending = std::make_shared<Pending>(
+      Pending{.checks = std::vector<LimitCheck>(checks.begin(), checks.end()),
+              .wants = std::move(pass.wants),
+              .sent = clock_.Now()});
+  source_.DecideAndLease(
+      pending->checks, pending->wants,
+      [this, pending, done = std::move(done)](absl::StatusOr<LeasedDecision> answer) mutable {
+        Apply(pending->checks, pending->wants, pending->sent, answer);
+        if (!answer.ok()) {
+          std::move(done)(std::move(answer).status());
+          return;
+        }
+        std::move(done)(std::move(answer->decision));
+      });
+}
+
+std::optional<MultiDecision> LeaseStore::DecideLocally(std::span<const LimitCheck> checks) {
+  if (HasRepeatedKey(checks)) return std::nullopt;
+  return Pass(checks, /*plan_call=*/false).answer;
+}
+
+void LeaseStore::Refill(const LimitCheck& check) {
+  refills_.fetch_add(1, std::memory_order_relaxed);
+  const Time now = clock_.Now();
+  int64_t want = 0;
+  {
+    Shard& s = shards_[ShardOf(check.key)];
+    MutexLock lock(&s.mu);
+    if (Entry* e = Find(s, check.key, check.limit, now, false)) want = WantOf(*e, check.limit, now);
+  }
+  auto pending = std::make_shared<Pending>(
+      Pending{.checks = {LimitCheck{.key = check.key, .limit = check.limit, .cost = 0}},
+              .wants = {LeaseWant{.units = std::max<int64_t>(want, 1),
+                                  .ttl = std::min<microseconds>(options_.ttl, check.limit.period)}},
+              .sent = now});
+  source_.DecideAndLease(pending->checks, pending->wants,
+                         [this, pending](absl::StatusOr<LeasedDecision> answer) {
+                           if (!answer.ok()) refill_errors_.fetch_add(1, std::memory_order_relaxed);
+                           Apply(pending->checks, pending->wants, pending->sent, answer);
+                         });
+}
+
+void LeaseStore::Apply(std::span<const LimitCheck> checks, std::span<const LeaseWant> wants,
+                       Time sent, const absl::StatusOr<LeasedDecision>& answer) {
+  const Time now = clock_.Now();
+  for (size_t i = 0; i < checks.size(); ++i) {
+    Shard& s = shards_[ShardOf(checks[i].key)];
+    MutexLock lock(&s.mu);
+    auto it = s.entries.find(AbslView(checks[i].key));
+    if (it == s.entries.end()) continue;
+    Entry& e = it->second;
+    if (wants[i].units > 0) e.leasing = false;
+    if (!answer.ok() || !(e.limit == checks[i].limit)) continue;
+    if (i >= answer->decision.decisions.size() || i >= answer->grants.size()) continue;
+    const Decision& d = answer->decision.decisions[i];
+    const LeaseGrant& g = answer->grants[i];
+    // Times the store gave are measured from when the call was sent: the store decided later,
+    // so every end is met early, never late.
+    e.store_remaining = d.remaining;
+    e.reset_at = sent + d.reset_after;
+    if (!d.allowed && checks[i].cost > 0 && d.retry_after > microseconds::zero()) {
+      e.denied_until = sent + d.retry_after;
+      e.denied_reset_at = sent + d.reset_after;
+      e.denied_cost = checks[i].cost;
+    }
+    if (wants[i].units > 0) {
+      e.demand = 0;
+      e.since = sent;
+    }
+    if (g.granted <= 0) continue;
+    grants_.fetch_add(1, std::memory_order_relaxed);
+    units_granted_.fetch_add(static_cast<uint64_t>(g.granted), std::memory_order_relaxed);
+    const Time until = sent + microseconds(g.ends_us - g.now_us) - options_.end_margin;
+    Units(e, now);  // clears slots that ended
+    Slot* free = nullptr;
+    for (Slot& slot : e.slots) {
+      if (slot.units == 0) {
+        free = &slot;
+        break;
+      }
+    }
+    if (free == nullptr || until <= now) {
+      // No room, or ended already: the units are stranded (they were recorded in the store).
+      units_expired_.fetch_add(static_cast<uint64_t>(g.granted), std::memory_order_relaxed);
+      continue;
+    }
+    *free = Slot{.units = g.granted, .until = until, .grant = g};
+  }
+}
+
+void LeaseStore::RefundAll(std::chrono::milliseconds wait) {
+  const Time now = clock_.Now();
+  std::vector<LeaseRefund> refunds;
+  for (Shard& s : shards_) {
+    MutexLock lock(&s.mu);
+    for (auto& [key, e] : s.entries) {
+      for (Slot& slot : e.slots) {
+        if (slot.units > 0 && slot.until > now) {
+          refunds.push_back(LeaseRefund{.check = {.key = key, .limit = e.limit, .cost = 0},
+                                        .grant = slot.grant,
+                                        .unspent = slot.units});
+        }
+        slot = Slot{};
+      }
+    }
+  }
+  if (refunds.empty()) return;
+  struct Wait {
+    Mutex mu;
+    std::condition_variable_any cv;
+    size_t outstanding = 0;
+  };
+  auto w = std::make_shared<Wait>();
+  constexpr size_t kBatch = 64;
+  for (size_t at = 0; at < refunds.size(); at += kBatch) {
+    const size_t n = std::min(kBatch, refunds.size() - at);
+    uint64_t units = 0;
+    for (size_t i = at; i < at + n; ++i) units += static_cast<uint64_t>(refunds[i].unspent);
+    refunds_.fetch_add(1, std::memory_order_relaxed);
+    units_refunded_.fetch_add(units, std::memory_order_relaxed);
+    {
+      MutexLock lock(&w->mu);
+      ++w->outstanding;
+    }
+    source_.Refund(std::span<const LeaseRefund>(refunds.data() + at, n), [w](absl::Status status) {
+      if (!status.ok()) spdlog::warn("lease refund failed: {}", status.ToString());
+      MutexLock lock(&w->mu);
+      --w->outstanding;
+      w->cv.notify_all();
+    });
+  }
+  std::unique_lock<Mutex> lock(w->mu);
+  w->cv.wait_for(lock, wait, [&] { return w->outstanding == 0; });
+}
+
+LeaseStats LeaseStore::Stats() const {
+  auto get = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+  return LeaseStats{
+      .local_admits = get(local_admits_),
+      .local_denials = get(local_denials_),
+      .lease_calls = get(lease_calls_),
+      .refills = get(refills_),
+      .refill_errors = get(refill_errors_),
+      .exact_calls = get(exact_calls_),
+      .grants = get(grants_),
+      .units_granted = get(units_granted_),
+      .units_expired = get(units_expired_),
+      .refunds = get(refunds_),
+      .units_refunded = get(units_refunded_),
+      .keys = static_cast<uint64_t>(std::max<int64_t>(0, keys_.load(std::memory_order_relaxed)))};
+}
+
+}  // namespace sluice::internal

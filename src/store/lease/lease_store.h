@@ -1,0 +1,185 @@
+// LeaseStore: decisions at memory speed with limits still exact across instances (docs/redis.md,
+// "Leases").
+//
+// A decorator in front of the Redis store. The first decision on a key is an ordinary atomic
+// script call that also withdraws units for this instance (a lease, lease_source.h); later
+// decisions on the key spend them in memory, with no Redis call. Units are recorded in Redis
+// before they are spent, so no instance admits what Redis did not grant: over-admission is
+// impossible by construction. A refill starts in the background before a busy key's lease runs
+// out (at most one leasing call in flight per key), and a denial is answered from memory until
+// the retry_after Redis gave (nothing can pass before then).
+//
+// Sizing: a lease asks for the units the key used locally over the last `refresh_target`, at most
+// `max_want`; the script grants at most half of what remains, so as a window fills every instance
+// gets less, and with little left each decision is an exact script call as without leases.
+//
+// Multi-limit checks spend from the leases of all their limits or from none. A check whose key
+// repeats in the same call, or whose key's lease was granted under another limit, goes to the
+// wrapped store as an exact call.
+//
+// Outage: a live lease keeps deciding while Redis is away; a failure policy in front of this store
+// asks DecideLocally() while its breaker is open. When the lease is spent or ended, the failure
+// policy answers.
+//
+// Thread safety: thread-safe. Hot path: one lock of the key's shard (of kShards), no allocation
+// beyond what Store's conveniences make.
+#ifndef SLUICE_STORE_LEASE_LEASE_STORE_H_
+#define SLUICE_STORE_LEASE_LEASE_STORE_H_
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+
+#include "sluice/clock.h"
+#include "sluice/store_wrapper.h"
+
+#include "src/store/lease/lease_source.h"
+#include "src/util/mutex.h"
+
+namespace sluice::internal {
+
+struct LeaseOptions {
+  // A lease asks for the units its key used locally in this much time: at 100 decisions a
+  // second, 50 units, so one script call per 50 decisions. Default: 500 ms.
+  std::chrono::milliseconds refresh_target{500};
+  // Most units one leasing call asks for per check. Default: 10,000.
+  int64_t max_want = 10'000;
+  // How long a lease lasts for sliding_log, token_bucket and gcra (at most the limit's period);
+  // window leases end with their window. Default: 1 s.
+  std::chrono::milliseconds ttl{1000};
+  // Taken off every lease's end on the local clock, for clock rate differences. Default: 2 ms.
+  std::chrono::microseconds end_margin{2000};
+  // Keys held (with a lease, a denial, or a rate being measured); a full table leases no new key
+  // (its decisions are exact calls) until idle keys are swept. Default: 100,000.
+  size_t max_keys = 100'000;
+  // Steady time for lease ends and rates. Not owned. Default (nullptr): Clock::Real().
+  Clock* clock = nullptr;
+};
+
+// Counters (values may be slightly outdated).
+struct LeaseStats {
+  uint64_t local_admits = 0;   // decisions admitted from a lease, no store call
+  uint64_t local_denials = 0;  // decisions denied from memory until the reset
+  uint64_t lease_calls = 0;    // leasing calls made for a decision (a key with no units)
+  uint64_t refills = 0;        // leasing calls made in the background
+  uint64_t refill_errors = 0;  // background leasing calls that failed
+  uint64_t exact_calls = 0;    // decisions passed to the wrapped store as they are
+  uint64_t grants = 0;         // grants of at least one unit
+  uint64_t units_granted = 0;
+  uint64_t units_expired = 0;  // granted units whose lease ended unspent (stranded)
+  uint64_t refunds = 0;        // refund calls sent
+  uint64_t units_refunded = 0;
+  uint64_t keys = 0;  // keys held now
+};
+
+class LeaseStore final : public StoreWrapper {
+ public:
+  static constexpr size_t kShards = 64;
+
+  // Decorates `inner` (exact calls) with leases from `source`; both must outlive this store and
+  // every call in flight (normally they are one Redis store).
+  LeaseStore(Store& inner, LeaseSource& source, const LeaseOptions& options);
+  // As above, owning `owned` (the Redis store), which is destroyed before this store's own
+  // members, so that its late answers still find them.
+  LeaseStore(std::unique_ptr<Store> owned, LeaseSource& source, const LeaseOptions& options);
+  // Gives back the unspent units of live leases (RefundAll(1 s)).
+  ~LeaseStore() override;
+
+  std::string_view Name() const override { return inner().Name(); }
+  bool AnswersInline() const override { return false; }
+
+  LeaseStats Stats() const;
+
+  // LeaseStore::RefundAll()
+  //
+  // Gives back every unspent unit of the leases that have not ended, and waits up to `wait` for
+  // the store to take them. Later decisions lease anew.
+  void RefundAll(std::chrono::milliseconds wait);
+
+ protected:
+  void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override;
+  std::optional<MultiDecision> DecideLocally(std::span<const LimitCheck> checks) override;
+
+ private:
+  using Time = std::chrono::steady_clock::time_point;
+  // One grant: its units left and when they may no longer be spent (local clock).
+  struct Slot {
+    int64_t units = 0;
+    Time until{};
+    LeaseGrant grant{};
+  };
+  struct Entry {
+    Limit limit{};
+    // Grants not yet spent or ended; spent earliest-ending first.
+    std::array<Slot, 3> slots{};
+    // A denial of at least `denied_cost` is answered locally before `denied_until`.
+    Time denied_until{};
+    Time denied_reset_at{};
+    int64_t denied_cost = 0;
+    // What the store said at its last answer: what it had left, and when its state resets.
+    int64_t store_remaining = 0;
+    Time reset_at{};
+    // Units asked for on this key since `since`: the local rate the next lease is sized by.
+    int64_t demand = 0;
+    Time since{};
+    // A leasing call is in flight (at most one per key).
+    bool leasing = false;
+    Time last_used{};
+  };
+  struct Shard {
+    mutable Mutex mu;
+    absl::flat_hash_map<std::string, Entry> entries ABSL_GUARDED_BY(mu);
+    Time next_sweep ABSL_GUARDED_BY(mu){};
+  };
+  // What the local pass decided for a call.
+  struct LocalPass {
+    std::optional<MultiDecision> answer;
+    // Otherwise: the units to ask for per check (all 0: an exact call).
+    std::vector<LeaseWant> wants;
+    // A check's lease is running low: refill it in the background (index into checks).
+    std::vector<size_t> refill;
+  };
+  struct Pending;
+
+  // Tries to decide `checks` from memory; with `plan_call`, says what to ask the store for when
+  // it cannot (and marks the keys as leasing).
+  LocalPass Pass(std::span<const LimitCheck> checks, bool plan_call);
+  // Starts a background refill of `check`'s key.
+  void Refill(const LimitCheck& check);
+  // Applies the store's answer to a leasing call made at `sent`.
+  void Apply(std::span<const LimitCheck> checks, std::span<const LeaseWant> wants, Time sent,
+             const absl::StatusOr<LeasedDecision>& answer);
+  size_t ShardOf(std::string_view key) const;
+  int64_t WantOf(const Entry& e, const Limit& limit, Time now) const;
+  // Spends `cost` from `e`'s live slots. REQUIRES: Units(e, now) >= cost.
+  void Spend(Entry& e, int64_t cost, Time now);
+  // Units of `e` spendable at `now`; counts and clears slots that ended.
+  int64_t Units(Entry& e, Time now);
+  Entry* Find(Shard& s, std::string_view key, const Limit& limit, Time now, bool create)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  void SweepIfFull(Shard& s, Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+
+  LeaseSource& source_;
+  const LeaseOptions options_;
+  Clock& clock_;
+  std::array<Shard, kShards> shards_;
+  std::atomic<uint64_t> local_admits_{0}, local_denials_{0}, lease_calls_{0}, refills_{0},
+      refill_errors_{0}, exact_calls_{0}, grants_{0}, units_granted_{0}, units_expired_{0},
+      refunds_{0}, units_refunded_{0};
+  std::atomic<int64_t> keys_{0};
+  // Declared last: destroyed first (see the constructor).
+  std::unique_ptr<Store> owned_;
+};
+
+}  // namespace sluice::internal
+
+#endif  // SLUICE_STORE_LEASE_LEASE_STORE_H_

@@ -1,0 +1,179 @@
+// LeaseStore on a fake lease source (a fixed window in memory) and a manual clock: what it spends
+// locally, when it calls the store, and that instances sharing one store never admit more than
+// the limit.
+#include "src/store/lease/lease_store.h"
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+#include "sluice/failure_policy.h"
+
+#include "tests/store/lease/fake_lease_source.h"
+#include "tests/testing/manual_clock.h"
+
+namespace sluice::internal {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+class LeaseStoreTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<LeaseStore> Instance() {
+    return std::make_unique<LeaseStore>(exact_, source_, LeaseOptions{.clock = &clock_});
+  }
+  // Window-aligned start: the next minute begins 60 s after this.
+  testing::ManualClock clock_{seconds(1'700'000'040)};
+  testing::FakeLeaseSource source_{clock_};
+  testing::FakeLeaseSourceStore exact_{source_};
+};
+
+const Limit kPerMinute{.limit = 1000, .period = minutes(1)};
+
+TEST_F(LeaseStoreTest, FirstRequestLeasesNothingThenTheRateSizesTheLease) {
+  std::unique_ptr<LeaseStore> store = Instance();
+  ASSERT_TRUE(store->Check("k", kPerMinute)->allowed);
+  EXPECT_EQ(source_.calls(), 1);
+  EXPECT_EQ(store->Stats().units_granted, 0u);
+  clock_.Advance(milliseconds(10));
+  // One unit in 10 ms is 50 units in the 500 ms refresh target.
+  ASSERT_TRUE(store->Check("k", kPerMinute)->allowed);
+  EXPECT_EQ(source_.calls(), 2);
+  EXPECT_EQ(store->Stats().units_granted, 50u);
+  EXPECT_EQ(source_.Count("k", kPerMinute), 2 + 50);
+  // The lease answers the next 25 without the store; then a refill is due (half spent).
+  for (int i = 0; i < 25; ++i) {
+    absl::StatusOr<Decision> d = store->Check("k", kPerMinute);
+    ASSERT_TRUE(d.ok());
+    EXPECT_TRUE(d->allowed);
+    EXPECT_TRUE(d->answered_locally);
+  }
+  EXPECT_EQ(source_.calls(), 3);  // the background refill, answered inline by the fake
+  EXPECT_EQ(store->Stats().refills, 1u);
+  EXPECT_EQ(store->Stats().local_admits, 25u);
+}
+
+TEST_F(LeaseStoreTest, InstancesSharingTheStoreNeverAdmitMoreThanTheLimit) {
+  const Limit limit{.limit = 200, .period = minutes(1)};
+  std::vector<std::unique_ptr<LeaseStore>> instances;
+  for (int i = 0; i < 4; ++i) instances.push_back(Instance());
+  int admitted = 0;
+  // 10x the limit, round robin, 1 ms apart: every instance sees a busy key.
+  for (int i = 0; i < 2000; ++i) {
+    absl::StatusOr<Decision> d = instances[i % 4]->Check("k", limit);
+    ASSERT_TRUE(d.ok()) << d.status();
+    admitted += d->allowed ? 1 : 0;
+    clock_.Advance(std::chrono::microseconds(500));
+  }
+  EXPECT_LE(admitted, 200);
+  // Units left in leases at the window's end are the only shortfall.
+  uint64_t left = 0;
+  for (auto& s : instances) {
+    const LeaseStats st = s->Stats();
+    left += st.units_granted - st.local_admits;
+  }
+  EXPECT_GE(admitted, 196) << "units left in leases: " << left;
+}
+
+TEST_F(LeaseStoreTest, DenialIsAnsweredLocallyUntilTheReset) {
+  const Limit limit{.limit = 10, .period = minutes(1)};
+  std::unique_ptr<LeaseStore> store = Instance();
+  int admitted = 0;
+  for (int i = 0; i < 30; ++i) {
+    admitted += store->Check("k", limit)->allowed ? 1 : 0;
+    clock_.Advance(milliseconds(1));
+  }
+  EXPECT_EQ(admitted, 10);
+  const int calls = source_.calls();
+  absl::StatusOr<Decision> denied = store->Check("k", limit);
+  ASSERT_TRUE(denied.ok());
+  EXPECT_FALSE(denied->allowed);
+  EXPECT_TRUE(denied->answered_locally);
+  EXPECT_GT(denied->retry_after, std::chrono::microseconds::zero());
+  EXPECT_EQ(source_.calls(), calls);
+  // At the retry_after the store is asked again, and the new window admits.
+  clock_.Advance(denied->retry_after);
+  absl::StatusOr<Decision> later = store->Check("k", limit);
+  ASSERT_TRUE(later.ok());
+  EXPECT_TRUE(later->allowed);
+  EXPECT_GT(source_.calls(), calls);
+}
+
+TEST_F(LeaseStoreTest, LeaseEndsWithItsWindow) {
+  std::unique_ptr<LeaseStore> store = Instance();
+  ASSERT_TRUE(store->Check("k", kPerMinute)->allowed);
+  clock_.Advance(milliseconds(10));
+  ASSERT_TRUE(store->Check("k", kPerMinute)->allowed);
+  ASSERT_EQ(store->Stats().units_granted, 50u);
+  // Into the next window: the units of the last one are not spent there.
+  clock_.Advance(seconds(60));
+  const int calls = source_.calls();
+  absl::StatusOr<Decision> d = store->Check("k", kPerMinute);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_FALSE(d->answered_locally);
+  EXPECT_EQ(source_.calls(), calls + 1);
+  EXPECT_EQ(store->Stats().units_expired, 50u);
+}
+
+TEST_F(LeaseStoreTest, MultiLimitSpendsFromEveryLeaseOrFromNone) {
+  std::unique_ptr<LeaseStore> store = Instance();
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(store->Check("a", kPerMinute)->allowed);
+    clock_.Advance(milliseconds(10));
+  }
+  const LeaseStats before = store->Stats();
+  ASSERT_GT(before.units_granted, 0u);
+  // "b" holds no lease: the pair goes to the store, and "a"'s lease is not touched.
+  std::vector<LimitCheck> pair{{.key = "a", .limit = kPerMinute, .cost = 1},
+                               {.key = "b", .limit = kPerMinute, .cost = 1}};
+  const int calls = source_.calls();
+  absl::StatusOr<MultiDecision> m = store->CheckAll(pair);
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->allowed);
+  EXPECT_EQ(source_.calls(), calls + 1);
+  EXPECT_EQ(store->Stats().local_admits, before.local_admits);
+}
+
+TEST_F(LeaseStoreTest, UnspentUnitsAreGivenBackOnShutdown) {
+  std::unique_ptr<LeaseStore> store = Instance();
+  ASSERT_TRUE(store->Check("k", kPerMinute)->allowed);
+  clock_.Advance(milliseconds(10));
+  ASSERT_TRUE(store->Check("k", kPerMinute)->allowed);
+  ASSERT_TRUE(store->Check("k", kPerMinute)->answered_locally);
+  EXPECT_EQ(source_.Count("k", kPerMinute), 52);
+  store.reset();
+  EXPECT_EQ(source_.refunded(), 49);
+  EXPECT_EQ(source_.Count("k", kPerMinute), 3);
+}
+
+TEST_F(LeaseStoreTest, LeaseServesWhileTheBreakerIsOpen) {
+  auto lease = Instance();
+  LeaseStore* leased = lease.get();
+  std::unique_ptr<FailurePolicyStore> store = WithFailurePolicy(
+      std::move(lease),
+      {.mode = FailureMode::kDeny, .breaker_failure_threshold = 1, .clock = &clock_});
+  ASSERT_TRUE(store->Check("k", kPerMinute)->allowed);
+  clock_.Advance(milliseconds(10));
+  ASSERT_TRUE(store->Check("k", kPerMinute)->allowed);
+  ASSERT_GT(leased->Stats().units_granted, 0u);
+  source_.Fail(absl::UnavailableError("down"));
+  // Another key fails and opens the breaker.
+  absl::StatusOr<Decision> other = store->Check("other", kPerMinute);
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(other->from_fallback);
+  ASSERT_TRUE(store->Stats().breaker_open);
+  // The leased key is still decided exactly, from its lease.
+  absl::StatusOr<Decision> d = store->Check("k", kPerMinute);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_TRUE(d->answered_locally);
+  EXPECT_FALSE(d->from_fallback);
+}
+
+}  // namespace
+}  // namespace sluice::internal
