@@ -24,7 +24,7 @@ TSAN_TESTS=(
   rate_limit_service_redis_test http_api_test metrics_test config_reloader_test
   health_test http_server_test
   middleware_test middleware_failure_test middleware_guard_test beast_test beast_server_test
-  grpc_h2_server_test per_second_store_test
+  grpc_h2_server_test per_second_store_test lease_store_test over_limit_store_test
 )
 # Untrusted bytes are parsed here: URLs, RESP, config, /json, keys, client addresses; and the
 # replayed fuzz corpora.

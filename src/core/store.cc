@@ -1,6 +1,7 @@
 #include "sluice/store.h"
 
-#include <future>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -48,10 +49,23 @@ absl::StatusOr<MultiDecision> Store::DecideAndWait(std::span<const LimitCheck> c
     return absl::InternalError(absl::StrCat(
         "store ", absl::string_view(Name().data(), Name().size()), " did not answer inline"));
   }
-  std::promise<absl::StatusOr<MultiDecision>> promise;
-  std::future<absl::StatusOr<MultiDecision>> future = promise.get_future();
-  Decide(checks, [&promise](absl::StatusOr<MultiDecision> r) { promise.set_value(std::move(r)); });
-  return future.get();
+  // Not a promise: its shared state is an allocation and a once-flag, and getting its value
+  // enters the kernel even when the answer came inline (a lease spent in memory). The answer is
+  // handed over under a mutex, notified while held, so that the waiter returns (and destroys all
+  // three) only after the answering thread is done with them.
+  struct Handover {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<absl::StatusOr<MultiDecision>> result;
+  } handover;
+  Decide(checks, [&handover](absl::StatusOr<MultiDecision> r) {
+    std::lock_guard<std::mutex> lock(handover.mu);
+    handover.result.emplace(std::move(r));
+    handover.cv.notify_one();
+  });
+  std::unique_lock<std::mutex> lock(handover.mu);
+  handover.cv.wait(lock, [&handover] { return handover.result.has_value(); });
+  return *std::move(handover.result);
 }
 
 absl::StatusOr<MultiDecision> Store::CheckAll(std::span<const LimitCheck> checks) {

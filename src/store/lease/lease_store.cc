@@ -187,13 +187,14 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
       all_units = false;
       continue;
     }
-    if (e->denied_until > now && checks[i].cost >= e->denied_cost && checks[i].cost > 0) {
-      any_denied = true;
-    }
     // A peek is answered here only while a lease is live: then what it reports is at least
     // this instance's own units; otherwise the store's state is not known here.
     const int64_t units = Units(*e, now);
     if (units < checks[i].cost || (checks[i].cost == 0 && units == 0)) all_units = false;
+    // Units held are spent before a remembered denial is believed: they were granted for this.
+    if (units < checks[i].cost && e->denied_until > now && checks[i].cost >= e->denied_cost) {
+      any_denied = true;
+    }
   }
 
   auto local_decision = [&](size_t i, bool allowed) {
@@ -225,7 +226,7 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
     for (size_t i = 0; i < checks.size(); ++i) {
       const Entry* e = entries[i];
       const bool over = e != nullptr && e->denied_until > now && checks[i].cost >= e->denied_cost &&
-                        checks[i].cost > 0;
+                        checks[i].cost > 0 && Units(*entries[i], now) < checks[i].cost;
       m.decisions.push_back(local_decision(i, !over));
       if (!over && m.decisions.back().remaining < checks[i].cost)
         m.decisions.back().allowed = false;

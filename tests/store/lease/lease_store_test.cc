@@ -3,8 +3,10 @@
 // the limit.
 #include "src/store/lease/lease_store.h"
 
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -173,6 +175,35 @@ TEST_F(LeaseStoreTest, LeaseServesWhileTheBreakerIsOpen) {
   EXPECT_TRUE(d->allowed);
   EXPECT_TRUE(d->answered_locally);
   EXPECT_FALSE(d->from_fallback);
+}
+
+TEST_F(LeaseStoreTest, ConcurrentInstancesStayWithinTheLimit) {
+  const Limit limit{.limit = 1000, .period = minutes(1)};
+  std::vector<std::unique_ptr<LeaseStore>> instances;
+  for (int i = 0; i < 4; ++i) instances.push_back(Instance());
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5000; ++i) {
+        // Two keys, so that multi-limit checks and single checks interleave on shared leases.
+        if (i % 2 == 0) {
+          absl::StatusOr<Decision> d = instances[t]->Check("k", limit);
+          if (d.ok() && d->allowed) admitted.fetch_add(1);
+        } else {
+          std::vector<LimitCheck> both{{.key = "k", .limit = limit, .cost = 1},
+                                       {.key = "j", .limit = limit, .cost = 1}};
+          absl::StatusOr<MultiDecision> m = instances[(t + 1) % 4]->CheckAll(both);
+          if (m.ok() && m->allowed) admitted.fetch_add(1);
+        }
+        if (i % 100 == 0) clock_.Advance(std::chrono::microseconds(100));
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  // Every admission spent a unit of "k".
+  EXPECT_LE(admitted.load(), 1000);
+  EXPECT_GE(admitted.load(), 980);
 }
 
 }  // namespace
