@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 
 #include "sluice/clock.h"
+#include "sluice/lease_stats.h"
 #include "sluice/store.h"
 
 namespace sluice {
@@ -113,6 +114,9 @@ struct RedisStoreStats {
   uint64_t connects = 0;
   uint64_t connect_failures = 0;
   uint64_t disconnects = 0;
+  // With `lease=true` in the URL: true, and the leases' counters (docs/redis.md, "Leases").
+  bool leases = false;
+  LeaseStats lease{};
 };
 
 class RedisStore : public Store {

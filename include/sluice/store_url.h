@@ -39,6 +39,12 @@
 //   min_replicas_timeout_ms=N  the WAIT's timeout in ms (default 10)
 //   functions=true|false     run the scripts as functions (FCALL) where the server has them
 //                            (default true); false: always EVALSHA (docs/redis.md, "Functions")
+//   lease=true|false         spend units leased from Redis in memory (docs/redis.md, "Leases");
+//                            default false
+//   lease_refresh_ms=N       a lease holds the units its key used in N ms (1..60000, default 500)
+//   lease_ttl_ms=N           sliding_log, token_bucket and gcra leases last N ms (1..60000,
+//                            default 1000; at most the limit's period)
+//   lease_max_units=N        most units one lease asks for (default 10000)
 //   sentinel_password=P      sentinel only: the Sentinels' password (percent-encoded); redacted
 //   sentinel_password_file=PATH  sentinel only: the Sentinels' password from a file
 //   sentinel_username=U      sentinel only: the Sentinels' ACL user
@@ -103,6 +109,11 @@ struct StoreUrl {
   std::chrono::milliseconds min_replicas_timeout{10};
   // `functions`: false forces EVALSHA (RedisStoreOptions::use_functions).
   bool functions = true;
+  // `lease` and its sizing parameters, when given (OpenStore() puts a lease store in front).
+  bool lease = false;
+  std::optional<std::chrono::milliseconds> lease_refresh = {};
+  std::optional<std::chrono::milliseconds> lease_ttl = {};
+  std::optional<int64_t> lease_max_units = {};
   // kRedisSentinel: the Sentinels' own credentials and whether they speak TLS.
   std::string sentinel_username = {};
   std::string sentinel_password = {};

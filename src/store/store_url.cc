@@ -105,6 +105,22 @@ absl::Status ApplyParam(std::string_view key, std::string_view value, StoreUrl& 
     absl::StatusOr<bool> functions = ParseBool(key, value);
     if (!functions.ok()) return functions.status();
     url.functions = *functions;
+  } else if (key == "lease") {
+    absl::StatusOr<bool> lease = ParseBool(key, value);
+    if (!lease.ok()) return lease.status();
+    url.lease = *lease;
+  } else if (key == "lease_refresh_ms") {
+    absl::StatusOr<int64_t> ms = ParseInt(key, value, 1, 60'000);
+    if (!ms.ok()) return ms.status();
+    url.lease_refresh = std::chrono::milliseconds(*ms);
+  } else if (key == "lease_ttl_ms") {
+    absl::StatusOr<int64_t> ms = ParseInt(key, value, 1, 60'000);
+    if (!ms.ok()) return ms.status();
+    url.lease_ttl = std::chrono::milliseconds(*ms);
+  } else if (key == "lease_max_units") {
+    absl::StatusOr<int64_t> n = ParseInt(key, value, 1, int64_t{1} << 32);
+    if (!n.ok()) return n.status();
+    url.lease_max_units = *n;
   } else if (url.kind == StoreUrl::Kind::kRedisSentinel && key == "sentinel_password") {
     // A secret: never quoted, and redacted by Redacted().
     if (value.empty()) return Invalid("sentinel_password is empty");
@@ -199,6 +215,9 @@ absl::Status CheckConsistency(const StoreUrl& url) {
   }
   if (url.tls_cert_file.empty() != url.tls_key_file.empty()) {
     return Invalid("tls_cert_file and tls_key_file go together");
+  }
+  if (!url.lease && (url.lease_refresh || url.lease_ttl || url.lease_max_units)) {
+    return Invalid("lease_* parameters need lease=true");
   }
   return absl::OkStatus();
 }
@@ -398,6 +417,10 @@ std::string StoreUrl::Redacted() const {
     param("min_replicas_timeout_ms", absl::StrCat(min_replicas_timeout.count()));
   }
   if (!functions) param("functions", "false");
+  if (lease) param("lease", "true");
+  if (lease_refresh) param("lease_refresh_ms", absl::StrCat(lease_refresh->count()));
+  if (lease_ttl) param("lease_ttl_ms", absl::StrCat(lease_ttl->count()));
+  if (lease_max_units) param("lease_max_units", absl::StrCat(*lease_max_units));
   if (!sentinel_username.empty()) param("sentinel_username", sentinel_username);
   if (!sentinel_password.empty()) {
     // Written as is: "***" marks a redacted secret, as in the user information.

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -87,6 +88,27 @@ TEST(StoreUrl, DefaultsWhenParametersAreAbsent) {
   EXPECT_FALSE(url->connect_timeout.has_value());
   EXPECT_FALSE(url->connections.has_value());
   EXPECT_TRUE(url->tls_verify);
+}
+
+TEST(StoreUrl, LeaseParameters) {
+  for (const char* kind : {"redis://h:6379", "rediss://h:6379", "redis-cluster://h:7000",
+                           "redis-sentinel://s:26379/mymaster"}) {
+    absl::StatusOr<StoreUrl> url = ParseStoreUrl(absl::StrCat(kind, "?lease=true"));
+    ASSERT_TRUE(url.ok()) << kind << ": " << url.status();
+    EXPECT_TRUE(url->lease) << kind;
+  }
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl(
+      "redis://h:6379?lease=true&lease_refresh_ms=200&lease_ttl_ms=800&lease_max_units=64");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_EQ(url->lease_refresh, std::chrono::milliseconds(200));
+  EXPECT_EQ(url->lease_ttl, std::chrono::milliseconds(800));
+  EXPECT_EQ(url->lease_max_units, 64);
+  EXPECT_EQ(url->Redacted(),
+            "redis://h:6379?lease=true&lease_refresh_ms=200&lease_ttl_ms=800&lease_max_units=64");
+  EXPECT_FALSE(ParseStoreUrl("redis://h:6379")->lease);
+  EXPECT_FALSE(ParseStoreUrl("redis://h:6379?lease=maybe").ok());
+  EXPECT_FALSE(ParseStoreUrl("redis://h:6379?lease_ttl_ms=100").ok());
+  EXPECT_FALSE(ParseStoreUrl("redis://h:6379?lease=true&lease_ttl_ms=0").ok());
 }
 
 TEST(StoreUrl, FunctionsParameterForcesEvalsha) {

@@ -426,6 +426,30 @@ std::string Metrics::Render() const {
     counter("sluice_redis_connect_failures_total", "Redis connection attempts that failed.",
             r.connect_failures);
     counter("sluice_redis_disconnects_total", "Established Redis connections lost.", r.disconnects);
+    if (r.leases) {
+      const LeaseStats& l = r.lease;
+      counter("sluice_lease_local_admits_total", "Decisions admitted from a lease, no Redis call.",
+              l.local_admits);
+      counter("sluice_lease_local_denials_total",
+              "Decisions denied from memory until the retry_after Redis gave.", l.local_denials);
+      counter("sluice_lease_calls_total", "Leasing script calls made for a decision.",
+              l.lease_calls);
+      counter("sluice_lease_refills_total", "Leasing script calls made in the background.",
+              l.refills);
+      counter("sluice_lease_refill_errors_total", "Background leasing calls that failed.",
+              l.refill_errors);
+      counter("sluice_lease_exact_calls_total", "Decisions passed on as plain script calls.",
+              l.exact_calls);
+      counter("sluice_lease_grants_total", "Grants of at least one unit.", l.grants);
+      counter("sluice_lease_units_granted_total", "Units granted to this instance.",
+              l.units_granted);
+      counter("sluice_lease_units_expired_total", "Granted units whose lease ended unspent.",
+              l.units_expired);
+      counter("sluice_lease_refunds_total", "Refund script calls.", l.refunds);
+      counter("sluice_lease_units_refunded_total", "Units given back to Redis.", l.units_refunded);
+      header("sluice_lease_keys", "gauge", "Keys with a lease, a denial or a rate held.");
+      absl::StrAppend(&out, "sluice_lease_keys ", l.keys, "\n");
+    }
   }
   if (state.memory.has_value()) {
     const MemoryStoreStats& ms = *state.memory;

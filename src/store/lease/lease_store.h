@@ -40,6 +40,7 @@
 #include "absl/container/flat_hash_map.h"
 
 #include "sluice/clock.h"
+#include "sluice/lease_stats.h"
 #include "sluice/store_wrapper.h"
 
 #include "src/store/lease/lease_source.h"
@@ -65,21 +66,7 @@ struct LeaseOptions {
   Clock* clock = nullptr;
 };
 
-// Counters (values may be slightly outdated).
-struct LeaseStats {
-  uint64_t local_admits = 0;   // decisions admitted from a lease, no store call
-  uint64_t local_denials = 0;  // decisions denied from memory until the reset
-  uint64_t lease_calls = 0;    // leasing calls made for a decision (a key with no units)
-  uint64_t refills = 0;        // leasing calls made in the background
-  uint64_t refill_errors = 0;  // background leasing calls that failed
-  uint64_t exact_calls = 0;    // decisions passed to the wrapped store as they are
-  uint64_t grants = 0;         // grants of at least one unit
-  uint64_t units_granted = 0;
-  uint64_t units_expired = 0;  // granted units whose lease ended unspent (stranded)
-  uint64_t refunds = 0;        // refund calls sent
-  uint64_t units_refunded = 0;
-  uint64_t keys = 0;  // keys held now
-};
+using ::sluice::LeaseStats;
 
 class LeaseStore final : public StoreWrapper {
  public:
@@ -105,7 +92,8 @@ class LeaseStore final : public StoreWrapper {
   // the store to take them. Later decisions lease anew.
   void RefundAll(std::chrono::milliseconds wait);
 
- protected:
+  // The primitives, public for a store that owns a lease store as its front (the Redis store
+  // with `lease=true`). REQUIRES: as Store::Decide().
   void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override;
   std::optional<MultiDecision> DecideLocally(std::span<const LimitCheck> checks) override;
 

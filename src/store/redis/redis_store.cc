@@ -318,6 +318,9 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(const RedisStoreO
         "redis store: min_replicas_timeout_ms (", effective.min_replicas_timeout.count(),
         ") must be below the command timeout (", effective.command_timeout.count(), "ms)"));
   }
+  if (url.lease) {
+    return absl::UnimplementedError("redis store: lease=true needs the lease scripts (not built yet)");
+  }
   auto store = std::make_unique<RedisStoreImpl>(effective, std::move(keys), std::move(router));
   store->Start();
   return store;
