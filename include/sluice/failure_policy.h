@@ -12,10 +12,10 @@
 //     (rate-limiter-flexible's "insurance limiter"): each instance then admits about its share.
 // Every policy decision has `from_fallback = true` and is counted. The answer (the mode, and the
 // instances of kLocal) may be changed while the wrapper runs (SetAnswer()), as the HTTP middleware
-// does when its config is reloaded. After
-// `breaker_failure_threshold` consecutive failures the store is skipped for `breaker_open_for`
-// (answers come from the policy at once), then one probe at a time is let through until a check
-// succeeds: a dead store costs callers no deadline per request, and recovery is automatic.
+// does when its config is reloaded. After `breaker_failure_threshold` consecutive failures the
+// store is skipped for `breaker_open_for` (answers come from the policy at once), then one probe
+// at a time is let through until a check succeeds: a dead store costs callers no deadline per
+// request, and recovery is automatic.
 //
 // Example:
 //   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Store> redis, RedisStore::Create(options));

@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -75,6 +74,15 @@ Answer Unpack(uint64_t word) {
 }
 
 class FailurePolicyStoreImpl final : public FailurePolicyStore {
+  // A check on a store that answers inline, on Decide()'s frame.
+  struct InlineCall {
+    FailurePolicyStoreImpl* self = nullptr;
+    std::span<const LimitCheck> checks;
+    Answer answer;
+    MultiDecisionCallback* done = nullptr;
+    bool answered = false;
+  };
+
  public:
   // The wrapper's base refers to `primary`; `owned` is null or owns it, and is declared last so
   // that it is destroyed first (see below).
@@ -99,16 +107,18 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
       return;
     }
     if (inner().AnswersInline()) {
-      // The store answers before DecideOn() returns, while `checks` is still valid: no copy, and
-      // a callback small enough to need no allocation (the memory store's every check).
-      std::optional<absl::StatusOr<MultiDecision>> result;
-      DecideOn(inner(), checks,
-               [&result](absl::StatusOr<MultiDecision> r) { result.emplace(std::move(r)); });
-      if (!result.has_value()) {
-        result.emplace(absl::InternalError(
+      // The store answers before DecideOn() returns, while `checks` and `done` are still on this
+      // frame: the callback refers to them there, with no copy of the checks and one pointer to
+      // capture, so no allocation (the memory store's every check).
+      InlineCall call{.self = this, .checks = checks, .answer = answer, .done = &done};
+      DecideOn(inner(), checks, [&call](absl::StatusOr<MultiDecision> result) {
+        call.answered = true;
+        call.self->Complete(std::move(result), call.checks, call.answer, *call.done);
+      });
+      if (!call.answered) {
+        std::move(done)(absl::InternalError(
             absl::StrCat("store ", internal::AbslView(inner().Name()), " did not answer inline")));
       }
-      std::move(done)(CompleteAll(*std::move(result), checks, answer));
       return;
     }
     // The checks need not outlive this call: keep a copy for the fallback, unless the answer hands
@@ -118,7 +128,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     DecideOn(inner(), checks,
              [this, answer, copy = std::move(copy),
               done = std::move(done)](absl::StatusOr<MultiDecision> result) mutable {
-               std::move(done)(CompleteAll(std::move(result), copy, answer));
+               Complete(std::move(result), copy, answer, done);
              });
   }
 
@@ -153,16 +163,21 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     local_.store(local_owned_.get(), std::memory_order_release);
   }
 
-  absl::StatusOr<MultiDecision> CompleteAll(absl::StatusOr<MultiDecision> result,
-                                            std::span<const LimitCheck> checks,
-                                            const Answer& answer) {
+  // Hands the store's `result` to `done`, or the policy's answer (`answer`) to `checks` when the
+  // store failed.
+  void Complete(absl::StatusOr<MultiDecision>&& result, std::span<const LimitCheck> checks,
+                const Answer& answer, MultiDecisionCallback& done) {
     if (!IsStoreFailure(result.status())) {
       OnStoreAnswered();
-      return result;
+      std::move(done)(std::move(result));
+      return;
     }
     OnStoreFailed(result.status(), answer.mode);
-    if (answer.mode == FailureMode::kPropagate) return result;
-    return FallbackAll(checks, answer);
+    if (answer.mode == FailureMode::kPropagate) {
+      std::move(done)(std::move(result));
+      return;
+    }
+    std::move(done)(FallbackAll(checks, answer));
   }
 
   // The answer of kPropagate (while the breaker is open), kAllow or kDeny to one limit.
