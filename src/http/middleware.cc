@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,6 +17,7 @@
 #include "src/http/problem_json.h"
 #include "src/http/request_call.h"
 #include "src/http/request_target.h"
+#include "src/util/mutex.h"
 #include "src/util/strings.h"
 
 namespace sluice::http {
@@ -58,6 +58,37 @@ std::optional<Verdict> RefuseAmbiguousPath(const RequestView& request) {
                      {})};
 }
 }  // namespace
+
+// The config in use. Not std::atomic<std::shared_ptr>: libstdc++ 12's load() releases its inner
+// lock with a relaxed store, so a load racing a store is a data race in the C++ memory model
+// (ThreadSanitizer reports it); a mutex costs a load the same two atomic operations. A change also
+// sets the guard's answer, under the same lock, so that changes come one at a time and a request
+// that loads a config finds the guard answering as it says. (One that loaded the config before may
+// still find the newer answer: the answer is read when the store is asked.)
+class Middleware::ConfigSlot {
+ public:
+  explicit ConfigSlot(std::shared_ptr<const MiddlewareConfig> config)
+      : config_(std::move(config)) {}
+
+  std::shared_ptr<const MiddlewareConfig> Load() const {
+    ::sluice::internal::MutexLock lock(&mu_);
+    return config_;
+  }
+
+  // Swaps in `config` (not null) and sets `guard`'s answer from it.
+  void Store(std::shared_ptr<const MiddlewareConfig> config, FailurePolicyStore& guard) {
+    {
+      ::sluice::internal::MutexLock lock(&mu_);
+      AnswerAsConfigured(guard, config->spec().response);
+      config_.swap(config);
+    }
+    // `config` now holds the old config, released here, outside the lock.
+  }
+
+ private:
+  mutable ::sluice::internal::Mutex mu_;
+  std::shared_ptr<const MiddlewareConfig> config_ ABSL_GUARDED_BY(mu_);
+};
 
 // Each counter on its own cache line: they are bumped by every request on every thread.
 struct Middleware::Counters {
@@ -105,7 +136,7 @@ absl::StatusOr<std::unique_ptr<Middleware>> Middleware::Create(MiddlewareOptions
 
 Middleware::Middleware(MiddlewareOptions options, std::unique_ptr<FailurePolicyStore> guard)
     : options_(std::move(options)),
-      config_(options_.config),
+      config_(std::make_unique<ConfigSlot>(options_.config)),
       counters_(std::make_unique<Counters>()),
       guard_(std::move(guard)),
       store_answers_inline_(guard_->AnswersInline()) {
@@ -120,7 +151,7 @@ Verdict Middleware::Decide(const RequestView& request) {
     counters_->ambiguous_path.fetch_add(1, std::memory_order_relaxed);
     return *std::move(refused);
   }
-  internal::RequestCall call(config_.load(), this);
+  internal::RequestCall call(config_->Load(), this);
   if (call.Prepare(request, options_) == internal::RequestCall::State::kUnlimited) return Verdict{};
   counters_->enabled.fetch_add(1, std::memory_order_relaxed);
   internal::Tally tally;
@@ -143,7 +174,7 @@ void Middleware::DecideAsync(const RequestView& request, VerdictCallback done) {
   }
   // Shared between this frame and the store's callback: the checks must outlive CheckAllAsync()
   // even when the callback runs (and is destroyed) inline.
-  auto call = std::make_shared<internal::RequestCall>(config_.load(), this);
+  auto call = std::make_shared<internal::RequestCall>(config_->Load(), this);
   if (call->Prepare(request, options_) == internal::RequestCall::State::kUnlimited) {
     std::move(done)(Verdict{});
     return;
@@ -161,11 +192,7 @@ void Middleware::DecideAsync(const RequestView& request, VerdictCallback done) {
 
 absl::Status Middleware::SetConfig(std::shared_ptr<const MiddlewareConfig> config) {
   if (config == nullptr) return absl::InvalidArgumentError("middleware: config is null");
-  // One change at a time, so that the guard's answer and the config in use are of the same one.
-  // The answer first: a request that starts under the new config is answered as it says.
-  std::lock_guard<std::mutex> lock(set_config_mu_);
-  AnswerAsConfigured(*guard_, config->spec().response);
-  config_.store(std::move(config));
+  config_->Store(std::move(config), *guard_);
   return absl::OkStatus();
 }
 
@@ -175,7 +202,7 @@ absl::Status Middleware::Reload(const std::filesystem::path& path) {
   return SetConfig(*std::move(config));
 }
 
-std::shared_ptr<const MiddlewareConfig> Middleware::config() const { return config_.load(); }
+std::shared_ptr<const MiddlewareConfig> Middleware::config() const { return config_->Load(); }
 
 MiddlewareStats Middleware::Stats() const {
   return MiddlewareStats{

@@ -1,5 +1,6 @@
 // Tests of the middleware when the store does not simply answer: store errors, failure-policy
 // answers (allow, deny, local fallback), late completion on another thread, and bad answers.
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -7,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -260,6 +262,49 @@ TEST(MiddlewareFailure, ReloadChangesWhatTheFailurePolicyAnswers) {
   ASSERT_TRUE(middleware->Reload(path).ok());
   EXPECT_EQ(passed_of_20("192.0.2.5"), 1);  // 8 / 8 instances.
   EXPECT_EQ(middleware->Stats().local_fallback, 60u);
+}
+
+// Verifies that reloads racing requests leave every request answered and counted once: while the
+// store fails, four threads send requests and another swaps store_error between local, reject and
+// allow. Every request is a store failure (`error`), and passes or gets 503.
+TEST(MiddlewareFailure, ReloadsRacingRequestsCountEveryRequestOnce) {
+  UnreachableStore store;
+  const std::string routes =
+      "\nroutes:\n  - name: r\n    path: /r\n    limits: [{name: hourly, limit: 8, period: 1h}]\n";
+  const std::vector<std::shared_ptr<const MiddlewareConfig>> configs = {
+      Rules("response: {store_error: local, local_fallback_instances: 2}" + routes),
+      Rules("response: {store_error: reject}" + routes),
+      Rules("response: {store_error: allow}" + routes)};
+  std::unique_ptr<Middleware> middleware =
+      Middleware::Create({.store = &store, .config = configs[0]}).value();
+  constexpr int kThreads = 4;
+  constexpr int kRequestsEach = 500;
+  std::atomic<int> unexpected{0};
+  std::atomic<bool> done{false};
+  std::thread reloader([&] {
+    for (size_t i = 1; !done.load(); ++i) {
+      EXPECT_TRUE(middleware->SetConfig(configs[i % configs.size()]).ok());
+    }
+  });
+  std::vector<std::thread> senders;
+  for (int t = 0; t < kThreads; ++t) {
+    senders.emplace_back([&, t] {
+      for (int i = 0; i < kRequestsEach; ++i) {
+        const Verdict v =
+            Send(*middleware, {.path = "/r", .peer = absl::StrCat("192.0.2.", t + 1)});
+        if (!v.passed() && v.status != 503) unexpected.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& sender : senders) sender.join();
+  done.store(true);
+  reloader.join();
+  EXPECT_EQ(unexpected.load(), 0);
+  const MiddlewareStats stats = middleware->Stats();
+  EXPECT_EQ(stats.enabled, uint64_t{kThreads * kRequestsEach});
+  EXPECT_EQ(stats.error, uint64_t{kThreads * kRequestsEach});
+  EXPECT_EQ(stats.over_limit, 0u);
+  EXPECT_LE(stats.local_fallback, stats.error);
 }
 
 // Verifies that the middleware keeps what it needs: the request is destroyed before the store

@@ -30,12 +30,10 @@
 #ifndef SLUICE_HTTP_MIDDLEWARE_H_
 #define SLUICE_HTTP_MIDDLEWARE_H_
 
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -196,12 +194,12 @@ class Middleware {
 
  private:
   struct Counters;
+  class ConfigSlot;
   Middleware(MiddlewareOptions options, std::unique_ptr<FailurePolicyStore> guard);
 
   MiddlewareOptions options_;
-  std::atomic<std::shared_ptr<const MiddlewareConfig>> config_;
-  // Held by SetConfig(), so that the config and the guard's answer change together.
-  std::mutex set_config_mu_;
+  // The config snapshot in use; SetConfig() swaps it and the guard's answer together.
+  std::unique_ptr<ConfigSlot> config_;
   std::unique_ptr<Counters> counters_;
   // The middleware's failure policy around options_.store, what decisions go through (see
   // MiddlewareOptions::store): it answers a failed check as the config's store_error says.
