@@ -47,7 +47,7 @@ inline bool IsUrlParamValueChar(char c) { return IsUnreservedUrlChar(c) || c == 
 // Returns `text` with every byte that `keep` does not accept written as %XX, upper-case hex.
 template <typename Keep>
 std::string PercentEncode(std::string_view text, Keep keep) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
+  constexpr std::string_view kHex = "0123456789ABCDEF";
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
