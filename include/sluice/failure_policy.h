@@ -10,10 +10,12 @@
 //   - kDeny: fail closed, allowed = false (HTTP middleware answers 503, not 429);
 //   - kLocal: decide with an in-process memory store, the limit divided by `expected_instances`
 //     (rate-limiter-flexible's "insurance limiter"): each instance then admits about its share.
-// Every policy decision has `from_fallback = true` and is counted. After
-// `breaker_failure_threshold` consecutive failures the store is skipped for `breaker_open_for`
-// (answers come from the policy at once), then one probe at a time is let through until a check
-// succeeds: a dead store costs callers no deadline per request, and recovery is automatic.
+// Every policy decision has `from_fallback = true` and is counted. The answer (the mode, and the
+// instances of kLocal) may be changed while the wrapper runs (SetAnswer()), as the HTTP middleware
+// does when its config is reloaded. After `breaker_failure_threshold` consecutive failures the
+// store is skipped for `breaker_open_for` (answers come from the policy at once), then one probe
+// at a time is let through until a check succeeds: a dead store costs callers no deadline per
+// request, and recovery is automatic.
 //
 // Example:
 //   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Store> redis, RedisStore::Create(options));
@@ -25,6 +27,7 @@
 #define SLUICE_FAILURE_POLICY_H_
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -57,6 +60,13 @@ struct FailurePolicy {
   std::chrono::microseconds breaker_open_for = std::chrono::seconds(1);
   // Time for the breaker and the local memory store. Not owned. Default (nullptr): Clock::Real().
   Clock* clock = nullptr;
+  // kLocal: the bound of the in-process limiter's memory (MemoryStoreOptions::max_bytes).
+  // Default: 1 GiB, the memory store's own default.
+  size_t local_max_bytes = size_t{1} << 30;
+  // Log the store's failures and the breaker's transitions (see FailureStats). Off for a policy
+  // whose failures are logged elsewhere already, such as one stacked on another policy.
+  // Default: true.
+  bool log_failures = true;
   // How the log lines of store failures show the identity part of a key, the hash tag between
   // `{` and `}` (a user id, an address: personal data). kPlain as the store said it; kHashed a
   // stable short hash ("{h:1f3a9c0b2e4d}", the same identity always the same hash, so lines can
@@ -74,6 +84,7 @@ struct FailurePolicy {
 struct FailureStats {
   uint64_t store_errors = 0;        // checks the store failed (InvalidArgument excluded)
   uint64_t fallback_decisions = 0;  // decisions the policy made (incl. while the breaker is open)
+  uint64_t local_decisions = 0;     // kLocal: checks (CheckAll() calls) the local limiter decided
   bool breaker_open = false;
   uint64_t breaker_opens = 0;         // closed -> open transitions
   uint64_t breaker_closes = 0;        // open -> closed transitions (a probe succeeded)
@@ -85,6 +96,15 @@ class FailurePolicyStore : public StoreWrapper {
   using StoreWrapper::StoreWrapper;
 
   virtual FailureStats Stats() const = 0;
+
+  // FailurePolicyStore::SetAnswer()
+  //
+  // From the next check on, answers a failed check with `mode`, each limit divided by
+  // `expected_instances` under kLocal (at least 1), as FailurePolicy's fields of the same names
+  // say. A check in flight keeps the answer it started with. The breaker, `deny_retry_after` and
+  // the logging stay as the policy set them. Switching to kLocal creates the local limiter the
+  // first time.
+  virtual void SetAnswer(FailureMode mode, int64_t expected_instances) = 0;
 };
 
 // WithFailurePolicy()

@@ -114,6 +114,8 @@ Verdict RequestCall::FinishDecisions(absl::Status status, std::span<const Decisi
         "store answered ", decisions.size(), " decisions for ", tier_->policies.size(), " checks"));
   }
   if (!status.ok()) {
+    // The failure policies handed the store's error on: store_error is reject or allow (or local,
+    // and the local limiter could not decide either).
     tally.error = true;
     if (spec.dry_run || response.store_error == StoreErrorAction::kAllow) return Verdict{};
     tally.enforced = true;

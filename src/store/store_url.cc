@@ -11,12 +11,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include <boost/url/encode.hpp>
 #include <boost/url/grammar/lut_chars.hpp>
 #include <boost/url/parse.hpp>
-#include <boost/url/rfc/unreserved_chars.hpp>
 #include <boost/url/url_view.hpp>
 
+#include "src/store/redis/client/redis_url_format.h"
 #include "src/util/strings.h"
 
 namespace sluice {
@@ -34,10 +33,6 @@ constexpr int64_t kMaxTimeoutMs = 3'600'000;
 // What a host name may hold once decoded (DNS names, and '_' as container runtimes use it).
 constexpr urls::grammar::lut_chars kHostNameChars =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._";
-// Left unencoded in Redacted()'s parameter values, for readable paths; the rest is escaped so that
-// '&', '=', '+', '#' and spaces in a value parse back as themselves, and '@', which ParseStoreUrl()
-// refuses after the host, as "%40".
-constexpr urls::grammar::lut_chars kParamValueChars = urls::unreserved_chars + "/:";
 // The hint of every error about a mis-split authority.
 constexpr std::string_view kEncodeHint =
     "percent-encode reserved characters such as @ : / ? # in the user name and password";
@@ -135,8 +130,8 @@ absl::Status ApplyParam(std::string_view key, std::string_view value, StoreUrl& 
     if (!tls.ok()) return tls.status();
     url.sentinel_tls = *tls;
   } else if (key.starts_with("sentinel_")) {
-    return Invalid(absl::StrCat("parameter \"", AbslView(key),
-                                "\" is for redis-sentinel:// URLs only"));
+    return Invalid(
+        absl::StrCat("parameter \"", AbslView(key), "\" is for redis-sentinel:// URLs only"));
   } else {
     return Invalid(absl::StrCat("unknown parameter \"", AbslView(key), "\""));
   }
@@ -271,8 +266,7 @@ absl::StatusOr<StoreUrl> ParseStoreUrl(std::string_view text) {
   const size_t authority_begin = scheme.size() + 3;
   size_t authority_end = text.find_first_of("/?#", authority_begin);
   if (authority_end == std::string_view::npos) authority_end = text.size();
-  const std::string_view authority =
-      text.substr(authority_begin, authority_end - authority_begin);
+  const std::string_view authority = text.substr(authority_begin, authority_end - authority_begin);
   const size_t at = authority.rfind('@');
   const size_t hosts_begin = at == std::string_view::npos ? 0 : at + 1;
   std::vector<std::string_view> extra_hosts;
@@ -293,9 +287,9 @@ absl::StatusOr<StoreUrl> ParseStoreUrl(std::string_view text) {
       return Invalid(absl::StrCat("at most ", StoreUrl::kMaxHosts, " hosts"));
     }
   }
-  const std::string single =
-      absl::StrCat(url.tls ? "rediss://" : "redis://",
-                   AbslView(authority.substr(0, first_host_end)), AbslView(text.substr(authority_end)));
+  const std::string single = absl::StrCat(url.tls ? "rediss://" : "redis://",
+                                          AbslView(authority.substr(0, first_host_end)),
+                                          AbslView(text.substr(authority_end)));
   urls::result<urls::url_view> parsed = urls::parse_uri(single);
   if (!parsed.has_value()) {
     // Boost's message never quotes the input, so it cannot leak the password.
@@ -327,9 +321,10 @@ absl::StatusOr<StoreUrl> ParseStoreUrl(std::string_view text) {
   url.nodes.push_back({.host = url.host, .port = url.port});
   for (std::string_view host : extra_hosts) {
     StoreUrl::Node node;
-    if (absl::Status s = ParseExtraHost(host, url.kind == StoreUrl::Kind::kRedisSentinel
-                                                  ? StoreUrl::kDefaultSentinelPort
-                                                  : StoreUrl::kDefaultRedisPort,
+    if (absl::Status s = ParseExtraHost(host,
+                                        url.kind == StoreUrl::Kind::kRedisSentinel
+                                            ? StoreUrl::kDefaultSentinelPort
+                                            : StoreUrl::kDefaultRedisPort,
                                         node);
         !s.ok()) {
       return s;
@@ -357,79 +352,39 @@ absl::StatusOr<StoreUrl> ParseStoreUrl(std::string_view text) {
 }
 
 StoreUrl StoreUrl::ForNode(std::string_view node_host, int node_port) const {
-  StoreUrl one = *this;
+  StoreUrl one = internal::OneRedisServer(*this, node_host, node_port);
   one.kind = Kind::kRedis;
-  one.host = std::string(node_host);
-  one.port = node_port;
-  one.nodes = {Node{.host = one.host, .port = node_port}};
-  one.primary_name.clear();
-  one.sentinel_username.clear();
-  one.sentinel_password.clear();
-  one.sentinel_password_file.clear();
-  one.sentinel_tls = true;
   return one;
 }
 
-std::string StoreUrl::HostPort() const {
-  return host.find(':') == std::string::npos ? absl::StrCat(host, ":", port)
-                                             : absl::StrCat("[", host, "]:", port);
-}
+std::string StoreUrl::HostPort() const { return internal::RedisHostPort(host, port); }
 
 std::string StoreUrl::Redacted() const {
-  if (kind == Kind::kMemory) return "memory";
-  std::string out = tls ? "rediss" : "redis";
-  if (kind == Kind::kRedisCluster) out += "-cluster";
-  if (kind == Kind::kRedisSentinel) out += "-sentinel";
-  out += "://";
-  if (!username.empty() || !password.empty()) {
-    absl::StrAppend(&out, urls::encode(username, urls::unreserved_chars),
-                    password.empty() ? "" : ":***", "@");
+  internal::RedisUrlTopology topology = internal::RedisUrlTopology::kServer;
+  switch (kind) {
+    case Kind::kMemory:
+      return "memory";
+    case Kind::kRedisCluster:
+      topology = internal::RedisUrlTopology::kCluster;
+      break;
+    case Kind::kRedisSentinel:
+      topology = internal::RedisUrlTopology::kSentinel;
+      break;
+    case Kind::kRedis:
+      break;
   }
-  if (nodes.empty()) {
-    absl::StrAppend(&out, HostPort());
-  } else {
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      StoreUrl one;
-      one.host = nodes[i].host;
-      one.port = nodes[i].port;
-      absl::StrAppend(&out, i == 0 ? "" : ",", one.HostPort());
+  // The store's own parameters, which the client's endpoint carries as other_params.
+  return internal::RedactedRedisUrl(*this, topology, [this](auto&& param) {
+    if (min_replicas != 0) param("min_replicas", absl::StrCat(min_replicas));
+    if (min_replicas_timeout != StoreUrl{}.min_replicas_timeout) {
+      param("min_replicas_timeout_ms", absl::StrCat(min_replicas_timeout.count()));
     }
-  }
-  if (kind == Kind::kRedisSentinel) absl::StrAppend(&out, "/", primary_name);
-  if (db != 0) absl::StrAppend(&out, "/", db);
-  char sep = '?';
-  auto param = [&](std::string_view key, std::string_view value) {
-    absl::StrAppend(&out, absl::string_view(&sep, 1), AbslView(key), "=",
-                    urls::encode(value, kParamValueChars));
-    sep = '&';
-  };
-  if (!password_file.empty()) param("password_file", password_file);
-  if (command_timeout) param("timeout_ms", absl::StrCat(command_timeout->count()));
-  if (connect_timeout) param("connect_timeout_ms", absl::StrCat(connect_timeout->count()));
-  if (connections) param("connections", absl::StrCat(*connections));
-  if (!tls_verify) param("tls_verify", "false");
-  if (!tls_ca_file.empty()) param("tls_ca_file", tls_ca_file);
-  if (!tls_cert_file.empty()) param("tls_cert_file", tls_cert_file);
-  if (!tls_key_file.empty()) param("tls_key_file", tls_key_file);
-  if (!tls_server_name.empty()) param("tls_server_name", tls_server_name);
-  if (min_replicas != 0) param("min_replicas", absl::StrCat(min_replicas));
-  if (min_replicas_timeout != StoreUrl{}.min_replicas_timeout) {
-    param("min_replicas_timeout_ms", absl::StrCat(min_replicas_timeout.count()));
-  }
-  if (!functions) param("functions", "false");
-  if (lease) param("lease", "true");
-  if (lease_refresh) param("lease_refresh_ms", absl::StrCat(lease_refresh->count()));
-  if (lease_ttl) param("lease_ttl_ms", absl::StrCat(lease_ttl->count()));
-  if (lease_max_units) param("lease_max_units", absl::StrCat(*lease_max_units));
-  if (!sentinel_username.empty()) param("sentinel_username", sentinel_username);
-  if (!sentinel_password.empty()) {
-    // Written as is: "***" marks a redacted secret, as in the user information.
-    absl::StrAppend(&out, absl::string_view(&sep, 1), "sentinel_password=***");
-    sep = '&';
-  }
-  if (!sentinel_password_file.empty()) param("sentinel_password_file", sentinel_password_file);
-  if (!sentinel_tls) param("sentinel_tls", "false");
-  return out;
+    if (!functions) param("functions", "false");
+    if (lease) param("lease", "true");
+    if (lease_refresh) param("lease_refresh_ms", absl::StrCat(lease_refresh->count()));
+    if (lease_ttl) param("lease_ttl_ms", absl::StrCat(lease_ttl->count()));
+    if (lease_max_units) param("lease_max_units", absl::StrCat(*lease_max_units));
+  });
 }
 
 }  // namespace sluice

@@ -1,9 +1,15 @@
 // Tests of the middleware when the store does not simply answer: store errors, failure-policy
 // answers (allow, deny, local fallback), late completion on another thread, and bad answers.
+#include <atomic>
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -184,6 +190,121 @@ TEST(MiddlewareFailure, LocalFallbackDenialIs503) {
   // An outage violates no policy: the body says the quota could not be checked and names none.
   EXPECT_THAT(refused.body, ::testing::HasSubstr("could not check"));
   EXPECT_THAT(refused.body, ::testing::Not(::testing::HasSubstr("violated-policies")));
+}
+
+// A store that waits on I/O (as Redis does) and fails every check.
+class UnreachableStore final : public Store {
+ public:
+  std::string_view Name() const override { return "unreachable"; }
+
+ protected:
+  void Decide(std::span<const LimitCheck>, MultiDecisionCallback done) override {
+    std::move(done)(absl::UnavailableError("connection refused"));
+  }
+};
+
+// Verifies that a reload of the config changes what the middleware's failure policy answers for
+// a failing store: local with 4 instances, then local with 2, then reject, then allow, then local
+// again, each from the next request on (read from a file with Reload(), as on SIGHUP). The local
+// answers are the failure policy's (counted as local_fallback); the reject and allow answers are
+// the middleware's to the error the policy hands on.
+TEST(MiddlewareFailure, ReloadChangesWhatTheFailurePolicyAnswers) {
+  sluice::testing::ManualClock clock;
+  UnreachableStore store;
+  const std::string path = ::testing::TempDir() + "/middleware_failure_reload.yaml";
+  const auto write = [&](std::string_view response) {
+    std::ofstream(path) << "response: " << response
+                        << "\nroutes:\n  - name: r\n    path: /r\n"
+                           "    limits: [{name: hourly, limit: 8, period: 1h}]\n";
+  };
+  write("{store_error: local, local_fallback_instances: 4}");
+  std::optional<RejectInfo> seen;
+  std::unique_ptr<Middleware> middleware =
+      Middleware::Create({.store = &store,
+                          .config = LoadMiddlewareConfig(path).value(),
+                          .on_reject = [&](const RejectInfo& info, Verdict&) { seen = info; },
+                          .clock = &clock})
+          .value();
+  // Each step asks for another client, so that each has a bucket of its own on the local limiter.
+  const auto passed_of_20 = [&](const std::string& peer) {
+    int passed = 0;
+    for (int i = 0; i < 20; ++i) {
+      passed += Send(*middleware, {.path = "/r", .peer = peer}).passed() ? 1 : 0;
+    }
+    return passed;
+  };
+  EXPECT_EQ(passed_of_20("192.0.2.1"), 2);  // 8 / 4 instances.
+  EXPECT_EQ(middleware->Stats().local_fallback, 20u);
+
+  write("{store_error: local, local_fallback_instances: 2}");
+  ASSERT_TRUE(middleware->Reload(path).ok());
+  EXPECT_EQ(passed_of_20("192.0.2.2"), 4);  // 8 / 2 instances.
+  EXPECT_EQ(middleware->Stats().local_fallback, 40u);
+
+  write("{store_error: reject}");
+  ASSERT_TRUE(middleware->Reload(path).ok());
+  const Verdict rejected = Send(*middleware, {.path = "/r", .peer = "192.0.2.3"});
+  EXPECT_EQ(rejected.status, 503);
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->reason, RejectReason::kStoreError);
+  EXPECT_EQ(seen->store_status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(middleware->Stats().local_fallback, 40u);
+
+  write("{store_error: allow}");
+  ASSERT_TRUE(middleware->Reload(path).ok());
+  EXPECT_EQ(passed_of_20("192.0.2.4"), 20);
+  MiddlewareStats stats = middleware->Stats();
+  EXPECT_EQ(stats.local_fallback, 40u);
+  EXPECT_EQ(stats.error, 61u);
+  EXPECT_EQ(stats.ok, 6u);  // The local limiter's passes; a store error let through is no `ok`.
+
+  write("{store_error: local, local_fallback_instances: 8}");
+  ASSERT_TRUE(middleware->Reload(path).ok());
+  EXPECT_EQ(passed_of_20("192.0.2.5"), 1);  // 8 / 8 instances.
+  EXPECT_EQ(middleware->Stats().local_fallback, 60u);
+}
+
+// Verifies that reloads racing requests leave every request answered and counted once: while the
+// store fails, four threads send requests and another swaps store_error between local, reject and
+// allow. Every request is a store failure (`error`), and passes or gets 503.
+TEST(MiddlewareFailure, ReloadsRacingRequestsCountEveryRequestOnce) {
+  UnreachableStore store;
+  const std::string routes =
+      "\nroutes:\n  - name: r\n    path: /r\n    limits: [{name: hourly, limit: 8, period: 1h}]\n";
+  const std::vector<std::shared_ptr<const MiddlewareConfig>> configs = {
+      Rules("response: {store_error: local, local_fallback_instances: 2}" + routes),
+      Rules("response: {store_error: reject}" + routes),
+      Rules("response: {store_error: allow}" + routes)};
+  std::unique_ptr<Middleware> middleware =
+      Middleware::Create({.store = &store, .config = configs[0]}).value();
+  constexpr int kThreads = 4;
+  constexpr int kRequestsEach = 500;
+  std::atomic<int> unexpected{0};
+  std::atomic<bool> done{false};
+  std::thread reloader([&] {
+    for (size_t i = 1; !done.load(); ++i) {
+      EXPECT_TRUE(middleware->SetConfig(configs[i % configs.size()]).ok());
+    }
+  });
+  std::vector<std::thread> senders;
+  for (int t = 0; t < kThreads; ++t) {
+    senders.emplace_back([&, t] {
+      for (int i = 0; i < kRequestsEach; ++i) {
+        const Verdict v =
+            Send(*middleware, {.path = "/r", .peer = absl::StrCat("192.0.2.", t + 1)});
+        if (!v.passed() && v.status != 503) unexpected.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& sender : senders) sender.join();
+  done.store(true);
+  reloader.join();
+  EXPECT_EQ(unexpected.load(), 0);
+  const MiddlewareStats stats = middleware->Stats();
+  EXPECT_EQ(stats.enabled, uint64_t{kThreads * kRequestsEach});
+  EXPECT_EQ(stats.error, uint64_t{kThreads * kRequestsEach});
+  EXPECT_EQ(stats.over_limit, 0u);
+  EXPECT_LE(stats.local_fallback, stats.error);
 }
 
 // Verifies that the middleware keeps what it needs: the request is destroyed before the store

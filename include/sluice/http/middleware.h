@@ -11,10 +11,11 @@
 // A passed request gets RateLimit-Policy and RateLimit headers for its response (and optionally
 // X-RateLimit-*); a rejected one gets a complete response: 429 (configurable) with Retry-After and
 // an application/problem+json body (RFC 9457) listing `violated-policies`. When the store cannot
-// decide, the store's failure policy (failure_policy.h) answers; a store error that still reaches
-// the middleware is decided by its own local limiter by default (StoreErrorAction::kLocal). Those
-// denials are 503, never 429: the client did nothing wrong. In dry-run mode nothing is ever
-// rejected, but everything is decided, counted and reported in headers.
+// decide, a failure policy (failure_policy.h) answers: the store's own, if it has one, then the
+// middleware's, which answers as the config's `store_error` says (by default it limits locally,
+// StoreErrorAction::kLocal). Those denials are 503, never 429: the client did nothing wrong. In
+// dry-run mode nothing is ever rejected, but everything is decided, counted and reported in
+// headers.
 //
 // Framework adapters: beast.h (Boost.Beast, async) and httplib.h (cpp-httplib, sync).
 //
@@ -29,7 +30,6 @@
 #ifndef SLUICE_HTTP_MIDDLEWARE_H_
 #define SLUICE_HTTP_MIDDLEWARE_H_
 
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -48,12 +48,6 @@
 #include "sluice/http/middleware_config.h"
 #include "sluice/http/request.h"
 #include "sluice/store.h"
-
-namespace sluice {
-namespace internal {
-class LocalFallback;
-}  // namespace internal
-}  // namespace sluice
 
 namespace sluice::http {
 
@@ -103,7 +97,8 @@ struct MiddlewareStats {
   // Requests whose decision the store could not make: a store error, or an answer of the failure
   // policy (Decision::from_fallback).
   uint64_t error = 0;
-  // Of those, requests decided by the middleware's own local limiter (StoreErrorAction::kLocal).
+  // Of those, requests decided by the local limiter of the middleware's failure policy
+  // (StoreErrorAction::kLocal; FailureStats::local_decisions of its guard).
   uint64_t local_fallback = 0;
   // Requests refused with 400 for an ambiguous path (RequestView::refuse_ambiguous_path), before
   // any rule was matched.
@@ -112,11 +107,15 @@ struct MiddlewareStats {
 
 struct MiddlewareOptions {
   // Where counters live. Not owned; must outlive the middleware and every call in flight.
-  // Required. A store that can wait on I/O (Redis) and is not a FailurePolicyStore is guarded by
-  // the middleware with WithFailurePolicy(kPropagate): a circuit breaker, so that a hung store
-  // costs requests no deadline each once it has failed a few times, and throttled log lines of its
-  // failures; the errors then go to ResponseSpec::store_error. Pass a FailurePolicyStore (as
-  // OpenStore() returns) to choose the policy yourself.
+  // Required. The middleware wraps it in a failure policy of its own (WithFailurePolicy()), its
+  // guard, which answers a failed check as ResponseSpec::store_error says: kLocal on its local
+  // limiter, reject and allow by handing the error to the middleware (kPropagate), which answers
+  // 503 or lets the request through. It follows the config through SetConfig() and Reload().
+  // Over a store that can wait on I/O (Redis) and is not a FailurePolicyStore, the guard also has
+  // a circuit breaker, so that a hung store costs requests no deadline each once it has failed a
+  // few times, and logs the failures (throttled). Over a store that answers inline (the memory
+  // store), or a FailurePolicyStore (as OpenStore() returns: its policy, breaker and logs are
+  // yours to choose), the guard has neither and only answers what reaches it.
   Store* store = nullptr;
   // The rules. Required.
   std::shared_ptr<const MiddlewareConfig> config{};
@@ -134,8 +133,8 @@ struct MiddlewareOptions {
   // Called on every rejection before it is returned, to adjust status, headers or body.
   // Default: none.
   std::function<void(const RejectInfo&, Verdict&)> on_reject{};
-  // For X-RateLimit-Reset in epoch seconds, and the local limiter of StoreErrorAction::kLocal.
-  // Not owned. Default (nullptr): Clock::Real().
+  // For X-RateLimit-Reset in epoch seconds, and the guard's breaker and local limiter
+  // (StoreErrorAction::kLocal). Not owned. Default (nullptr): Clock::Real().
   Clock* clock = nullptr;
   // How the store-failure log lines of the middleware's own guard (see `store`) show identities
   // (user ids, client addresses: personal data) in counter keys. Default: kHashed, a stable short
@@ -149,8 +148,9 @@ class Middleware {
 
   // Middleware::Create()
   //
-  // Returns a middleware, or InvalidArgument when `store` or `config` is missing. The middleware
-  // holds a local limiter (a memory store of at most 64 MiB) for StoreErrorAction::kLocal.
+  // Returns a middleware, or InvalidArgument when `store` or `config` is missing. The middleware's
+  // guard (see MiddlewareOptions::store) holds a local limiter (a memory store of at most 64 MiB)
+  // for StoreErrorAction::kLocal, made the first time a config asks for it.
   static absl::StatusOr<std::unique_ptr<Middleware>> Create(MiddlewareOptions options);
 
   Middleware(const Middleware&) = delete;
@@ -172,8 +172,10 @@ class Middleware {
 
   // Middleware::SetConfig()
   //
-  // Swaps in `config` for requests that start from now on; InvalidArgument (old config kept) when
-  // it is null.
+  // Swaps in `config` for requests that start from now on, and sets the guard's answer to a failed
+  // store from its `store_error` and `local_fallback_instances`; InvalidArgument (old config kept)
+  // when it is null. A request that starts while SetConfig() runs may see the old config with the
+  // new answer, and so be answered for a failed store as either says.
   absl::Status SetConfig(std::shared_ptr<const MiddlewareConfig> config);
 
   // Middleware::Reload()
@@ -192,22 +194,16 @@ class Middleware {
 
  private:
   struct Counters;
-  Middleware(MiddlewareOptions options, std::unique_ptr<::sluice::internal::LocalFallback> local,
-             std::unique_ptr<FailurePolicyStore> guard);
+  class ConfigSlot;
+  Middleware(MiddlewareOptions options, std::unique_ptr<FailurePolicyStore> guard);
 
-  // When the store failed and the call's config says kLocal, returns the local limiter's answer
-  // to the call's checks (marked from_fallback); else `result` as it is.
-  absl::StatusOr<MultiDecision> WithLocalFallback(const internal::RequestCall& call,
-                                                  absl::StatusOr<MultiDecision> result);
   MiddlewareOptions options_;
-  std::atomic<std::shared_ptr<const MiddlewareConfig>> config_;
+  // The config snapshot in use; SetConfig() swaps it and the guard's answer together.
+  std::unique_ptr<ConfigSlot> config_;
   std::unique_ptr<Counters> counters_;
-  // The local limiter of StoreErrorAction::kLocal.
-  std::unique_ptr<::sluice::internal::LocalFallback> local_;
-  // The guard of options_.store when the middleware made one (see MiddlewareOptions::store).
+  // The middleware's failure policy around options_.store, what decisions go through (see
+  // MiddlewareOptions::store): it answers a failed check as the config's store_error says.
   std::unique_ptr<FailurePolicyStore> guard_;
-  // What decisions go through: guard_, or options_.store.
-  Store* store_ = nullptr;
   bool store_answers_inline_ = false;
 };
 

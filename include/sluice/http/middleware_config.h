@@ -130,13 +130,14 @@ struct IdentitySpec {
   std::string location{};
 };
 
-// What a store error that reaches the middleware (failure policy kPropagate) does.
+// What a failed check of the store does, when the store's own failure policy, if any, handed the
+// error on (kPropagate). The middleware's failure policy (MiddlewareOptions::store) answers it.
 enum class StoreErrorAction : uint8_t {
   // Answer `unavailable_status` (503): fail closed.
   kReject = 0,
   // Let the request through without RateLimit headers: fail open.
   kAllow = 1,
-  // Decide on the middleware's own in-process limiter, each limit divided by
+  // The failure policy's kLocal: decide on its in-process limiter, each limit divided by
   // `local_fallback_instances`: requests within this instance's share pass (without RateLimit
   // headers), the rest get `unavailable_status` with Retry-After. The default: a store outage
   // neither rejects everyone nor lifts every limit (docs/middleware.md says why).

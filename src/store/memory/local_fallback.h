@@ -1,7 +1,8 @@
 // LocalFallback: the in-process limiter that decides while the shared store cannot, each limit cut
-// to this instance's share. The one implementation behind both the failure policy's kLocal mode
-// (failure_policy.h) and the HTTP middleware's `store_error: local`, whose instance count comes
-// from a reloadable config and so is given per call.
+// to this instance's share: the failure policy's kLocal mode (failure_policy.h), which is also the
+// HTTP middleware's `store_error: local`. The instance count is given per call, since the policy's
+// answer may change at run time (FailurePolicyStore::SetAnswer(), on a reload of the middleware's
+// config).
 //
 // Thread safety: thread-safe.
 #ifndef SLUICE_STORE_MEMORY_LOCAL_FALLBACK_H_

@@ -1,15 +1,17 @@
 // The failure-policy decorator (include/sluice/failure_policy.h).
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
 #include "sluice/failure_policy.h"
-#include "sluice/memory_store.h"
 
 #include "src/store/memory/local_fallback.h"
 #include "src/util/log_throttle.h"
@@ -50,7 +52,37 @@ bool IsStoreFailure(const absl::Status& status) {
   return !status.ok() && !absl::IsInvalidArgument(status);
 }
 
+// What a failed check is answered with: FailurePolicy's mode and, for kLocal, its instances.
+struct Answer {
+  FailureMode mode = FailureMode::kPropagate;
+  int64_t expected_instances = 1;
+};
+
+// An Answer in one word, so that SetAnswer() and a check reading it never see half of each: the
+// mode in the low byte, the instances above it (at most 2^55 - 1, far above any limit, which
+// leaves every share at 1 as a larger count would).
+constexpr int64_t kMaxPackedInstances = (int64_t{1} << 55) - 1;
+
+uint64_t Pack(FailureMode mode, int64_t expected_instances) {
+  const int64_t instances = std::clamp<int64_t>(expected_instances, 1, kMaxPackedInstances);
+  return (static_cast<uint64_t>(instances) << 8) | static_cast<uint8_t>(mode);
+}
+
+Answer Unpack(uint64_t word) {
+  return Answer{.mode = static_cast<FailureMode>(word & 0xFF),
+                .expected_instances = static_cast<int64_t>(word >> 8)};
+}
+
 class FailurePolicyStoreImpl final : public FailurePolicyStore {
+  // A check on a store that answers inline, on Decide()'s frame.
+  struct InlineCall {
+    FailurePolicyStoreImpl* self = nullptr;
+    std::span<const LimitCheck> checks;
+    Answer answer;
+    MultiDecisionCallback* done = nullptr;
+    bool answered = false;
+  };
+
  public:
   // The wrapper's base refers to `primary`; `owned` is null or owns it, and is declared last so
   // that it is destroyed first (see below).
@@ -58,14 +90,18 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
       : FailurePolicyStore(primary),
         policy_(policy),
         clock_(policy.clock != nullptr ? *policy.clock : Clock::Real()),
-        local_(MakeLocalStore(policy, clock_)),
+        answer_(Pack(policy.mode, policy.expected_instances)),
         error_log_({.max_lines = 1, .interval = std::chrono::seconds(1), .clock = &clock_}),
         breaker_log_({.max_lines = 4, .interval = std::chrono::seconds(1), .clock = &clock_}),
-        owned_(std::move(owned)) {}
+        owned_(std::move(owned)) {
+    if (policy.mode == FailureMode::kLocal) MakeLocal();
+  }
 
   // The fallback limiter is in memory, so the wrapper waits on I/O exactly when its store does:
   // Name() and AnswersInline() are the wrapped store's.
   void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override {
+    // Read once: the whole check is answered as it started, whatever SetAnswer() does meanwhile.
+    const Answer answer = Unpack(answer_.load(std::memory_order_acquire));
     if (!AdmitToStore()) {
       // The store is not called while the breaker is open, but what it can decide from memory
       // (a live lease) is still decided exactly.
@@ -73,17 +109,32 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
         std::move(done)(*std::move(local));
         return;
       }
-      std::move(done)(FallbackAll(checks));
+      std::move(done)(FallbackAll(checks, answer));
       return;
     }
-    // The checks need not outlive this call: keep a copy for the fallback, unless the policy
-    // hands errors back as they are (kPropagate), which needs none.
+    if (inner().AnswersInline()) {
+      // The store answers before DecideOn() returns, while `checks` and `done` are still on this
+      // frame: the callback refers to them there, with no copy of the checks and one pointer to
+      // capture, so no allocation (the memory store's every check).
+      InlineCall call{.self = this, .checks = checks, .answer = answer, .done = &done};
+      DecideOn(inner(), checks, [&call](absl::StatusOr<MultiDecision> result) {
+        call.answered = true;
+        call.self->Complete(std::move(result), call.checks, call.answer, *call.done);
+      });
+      if (!call.answered) {
+        std::move(done)(absl::InternalError(
+            absl::StrCat("store ", internal::AbslView(inner().Name()), " did not answer inline")));
+      }
+      return;
+    }
+    // The checks need not outlive this call: keep a copy for the fallback, unless the answer hands
+    // errors back as they are (kPropagate), which needs none.
     std::vector<LimitCheck> copy;
-    if (policy_.mode != FailureMode::kPropagate) copy.assign(checks.begin(), checks.end());
+    if (answer.mode != FailureMode::kPropagate) copy.assign(checks.begin(), checks.end());
     DecideOn(inner(), checks,
-             [this, copy = std::move(copy),
+             [this, answer, copy = std::move(copy),
               done = std::move(done)](absl::StatusOr<MultiDecision> result) mutable {
-               std::move(done)(CompleteAll(std::move(result), copy));
+               Complete(std::move(result), copy, answer, done);
              });
   }
 
@@ -92,37 +143,54 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     return FailureStats{
         .store_errors = store_errors_.load(std::memory_order_relaxed),
         .fallback_decisions = fallback_decisions_.load(std::memory_order_relaxed),
+        .local_decisions = local_decisions_.load(std::memory_order_relaxed),
         .breaker_open = open_,
         .breaker_opens = breaker_opens_,
         .breaker_closes = breaker_closes_,
         .log_lines_suppressed = error_log_.total_suppressed() + breaker_log_.total_suppressed()};
   }
 
- private:
-  static std::unique_ptr<internal::LocalFallback> MakeLocalStore(const FailurePolicy& policy,
-                                                                 Clock& clock) {
-    if (policy.mode != FailureMode::kLocal) return nullptr;
-    absl::StatusOr<std::unique_ptr<internal::LocalFallback>> local =
-        internal::LocalFallback::Create(clock, MemoryStoreOptions{}.max_bytes);
-    return local.ok() ? *std::move(local) : nullptr;
+  void SetAnswer(FailureMode mode, int64_t expected_instances) override {
+    // The limiter first: a check that reads kLocal finds it.
+    if (mode == FailureMode::kLocal) MakeLocal();
+    answer_.store(Pack(mode, expected_instances), std::memory_order_release);
   }
 
-  absl::StatusOr<MultiDecision> CompleteAll(absl::StatusOr<MultiDecision> result,
-                                            std::span<const LimitCheck> checks) {
+ private:
+  // Creates the local limiter of kLocal unless there is one. A memory store that cannot be made
+  // leaves none: kLocal then answers Internal (FallbackAll()).
+  void MakeLocal() {
+    internal::MutexLock lock(&mu_);
+    if (local_owned_ != nullptr) return;
+    absl::StatusOr<std::unique_ptr<internal::LocalFallback>> local =
+        internal::LocalFallback::Create(clock_, policy_.local_max_bytes);
+    if (!local.ok()) return;
+    local_owned_ = *std::move(local);
+    local_.store(local_owned_.get(), std::memory_order_release);
+  }
+
+  // Hands the store's `result` to `done`, or the policy's answer (`answer`) to `checks` when the
+  // store failed.
+  void Complete(absl::StatusOr<MultiDecision>&& result, std::span<const LimitCheck> checks,
+                const Answer& answer, MultiDecisionCallback& done) {
     if (!IsStoreFailure(result.status())) {
       OnStoreAnswered();
-      return result;
+      std::move(done)(std::move(result));
+      return;
     }
-    OnStoreFailed(result.status());
-    if (policy_.mode == FailureMode::kPropagate) return result;
-    return FallbackAll(checks);
+    OnStoreFailed(result.status(), answer.mode);
+    if (answer.mode == FailureMode::kPropagate) {
+      std::move(done)(std::move(result));
+      return;
+    }
+    std::move(done)(FallbackAll(checks, answer));
   }
 
   // The answer of kPropagate (while the breaker is open), kAllow or kDeny to one limit.
-  absl::StatusOr<Decision> Fallback(const Limit& limit) {
+  absl::StatusOr<Decision> Fallback(const Limit& limit, FailureMode mode) {
     fallback_decisions_.fetch_add(1, std::memory_order_relaxed);
     Decision d;
-    switch (policy_.mode) {
+    switch (mode) {
       case FailureMode::kPropagate:
         return absl::UnavailableError(
             absl::StrCat("store ", internal::AbslView(inner().Name()),
@@ -145,14 +213,19 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     return d;
   }
 
-  absl::StatusOr<MultiDecision> FallbackAll(std::span<const LimitCheck> checks) {
-    if (policy_.mode == FailureMode::kLocal && local_ != nullptr) {
+  absl::StatusOr<MultiDecision> FallbackAll(std::span<const LimitCheck> checks,
+                                            const Answer& answer) {
+    internal::LocalFallback* local =
+        answer.mode == FailureMode::kLocal ? local_.load(std::memory_order_acquire) : nullptr;
+    if (local != nullptr) {
       fallback_decisions_.fetch_add(1, std::memory_order_relaxed);
-      return local_->Decide(checks, policy_.expected_instances);
+      absl::StatusOr<MultiDecision> decided = local->Decide(checks, answer.expected_instances);
+      if (decided.ok()) local_decisions_.fetch_add(1, std::memory_order_relaxed);
+      return decided;
     }
     MultiDecision out{.allowed = true, .decisions = {}};
     for (const LimitCheck& c : checks) {
-      absl::StatusOr<Decision> d = Fallback(c.limit);
+      absl::StatusOr<Decision> d = Fallback(c.limit, answer.mode);
       if (!d.ok()) return d.status();
       out.allowed = out.allowed && d->allowed;
       out.decisions.push_back(*d);
@@ -190,6 +263,7 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
       ++breaker_closes_;
       was_open = clock_.Now() - opened_at_;
     }
+    if (!policy_.log_failures) return;
     if (internal::LogPermit p = breaker_log_.Acquire(); p.log) {
       spdlog::info("store {}: circuit breaker closed, the store answers again after {} ms{}",
                    inner().Name(),
@@ -198,15 +272,17 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     }
   }
 
-  void OnStoreFailed(const absl::Status& status) {
+  // `mode` is the answer the failed check gets, for the log lines.
+  void OnStoreFailed(const absl::Status& status, FailureMode mode) {
     store_errors_.fetch_add(1, std::memory_order_relaxed);
     // Every failed check of an outage lands here: one line a second says what is wrong, the
     // counters say how often.
-    if (internal::LogPermit p = error_log_.Acquire(); p.log) {
-      spdlog::warn("store {}: check failed ({}): {}{}", inner().Name(),
-                   FailureModeAnswer(policy_.mode),
-                   HideKeyIdentities(status.ToString(), policy_.log_key_identities),
-                   internal::SuppressedNote(p.suppressed));
+    if (policy_.log_failures) {
+      if (internal::LogPermit p = error_log_.Acquire(); p.log) {
+        spdlog::warn("store {}: check failed ({}): {}{}", inner().Name(), FailureModeAnswer(mode),
+                     HideKeyIdentities(status.ToString(), policy_.log_key_identities),
+                     internal::SuppressedNote(p.suppressed));
+      }
     }
     if (policy_.breaker_failure_threshold <= 0) return;
     int failures = 0;
@@ -222,11 +298,12 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
       opened_at_ = clock_.Now();
       ++breaker_opens_;
     }
+    if (!policy_.log_failures) return;
     if (internal::LogPermit p = breaker_log_.Acquire(); p.log) {
       spdlog::warn(
           "store {}: circuit breaker open after {} consecutive failures; {} for {} ms, "
           "then probing{}",
-          inner().Name(), failures, FailureModeAnswer(policy_.mode),
+          inner().Name(), failures, FailureModeAnswer(mode),
           std::chrono::duration_cast<std::chrono::milliseconds>(policy_.breaker_open_for).count(),
           internal::SuppressedNote(p.suppressed));
     }
@@ -249,10 +326,16 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
 
   const FailurePolicy policy_;
   Clock& clock_;
-  std::unique_ptr<internal::LocalFallback> local_;
+  // The current Answer, packed (Pack()); set by SetAnswer().
+  std::atomic<uint64_t> answer_;
   std::atomic<uint64_t> store_errors_{0};
   std::atomic<uint64_t> fallback_decisions_{0};
+  std::atomic<uint64_t> local_decisions_{0};
   mutable internal::Mutex mu_;
+  // The local limiter of kLocal, once made (MakeLocal()); never replaced, so local_ stays valid
+  // for the wrapper's life.
+  std::unique_ptr<internal::LocalFallback> local_owned_ ABSL_GUARDED_BY(mu_);
+  std::atomic<internal::LocalFallback*> local_{nullptr};
   // True from a failure until a check succeeds with the breaker closed: while false, neither a
   // check nor its answer needs mu_. Written under mu_.
   std::atomic<bool> troubled_{false};

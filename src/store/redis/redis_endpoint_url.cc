@@ -57,6 +57,17 @@ absl::StatusOr<RedisEndpoint> RedisEndpointFromUrl(const StoreUrl& url) {
                                        absl::StrCat(url.min_replicas_timeout.count()));
   }
   if (!url.functions) endpoint.other_params.emplace_back("functions", "false");
+  if (url.lease) endpoint.other_params.emplace_back("lease", "true");
+  if (url.lease_refresh) {
+    endpoint.other_params.emplace_back("lease_refresh_ms",
+                                       absl::StrCat(url.lease_refresh->count()));
+  }
+  if (url.lease_ttl) {
+    endpoint.other_params.emplace_back("lease_ttl_ms", absl::StrCat(url.lease_ttl->count()));
+  }
+  if (url.lease_max_units) {
+    endpoint.other_params.emplace_back("lease_max_units", absl::StrCat(*url.lease_max_units));
+  }
   return endpoint;
 }
 

@@ -1,11 +1,16 @@
 #include <chrono>
 #include <memory>
+#include <span>
+#include <utility>
+#include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
 
+#include "tests/mocks/mock_store.h"
 #include "tests/testing/faulty_store.h"
 #include "tests/testing/log_capture.h"
 #include "tests/testing/manual_clock.h"
@@ -198,6 +203,71 @@ TEST(FailurePolicyStore, CheckAllFallsBackForEveryCheck) {
   absl::StatusOr<Decision> a = f.store->Check("a", kTenPerMinute, 10);
   ASSERT_TRUE(a.ok());
   EXPECT_TRUE(a->allowed);
+}
+
+// Verifies SetAnswer() changes how the next failed check is answered: the mode, and the share of
+// kLocal, whose limiter is made when first asked for; the local decisions are counted.
+TEST(FailurePolicyStore, SetAnswerChangesTheAnswerOfTheNextCheck) {
+  // No breaker: every check reaches the store and fails.
+  Fixture f({.mode = FailureMode::kPropagate, .breaker_failure_threshold = 0});
+  f.faulty->Fail(absl::UnavailableError("redis down"));
+  EXPECT_TRUE(absl::IsUnavailable(f.store->Check("k", kTenPerMinute, 1).status()));
+
+  f.store->SetAnswer(FailureMode::kLocal, 5);
+  int admitted = 0;
+  for (int i = 0; i < 10; ++i) {
+    absl::StatusOr<Decision> d = f.store->Check("five", kTenPerMinute, 1);
+    ASSERT_TRUE(d.ok());
+    EXPECT_TRUE(d->from_fallback);
+    admitted += d->allowed ? 1 : 0;
+  }
+  EXPECT_EQ(admitted, 10 / 5);
+  EXPECT_EQ(f.store->Stats().local_decisions, 10u);
+
+  f.store->SetAnswer(FailureMode::kLocal, 2);
+  admitted = 0;
+  for (int i = 0; i < 10; ++i) admitted += f.store->Check("two", kTenPerMinute, 1)->allowed;
+  EXPECT_EQ(admitted, 10 / 2);
+
+  f.store->SetAnswer(FailureMode::kDeny, 1);
+  absl::StatusOr<Decision> denied = f.store->Check("k", kTenPerMinute, 1);
+  ASSERT_TRUE(denied.ok());
+  EXPECT_FALSE(denied->allowed);
+  EXPECT_TRUE(denied->from_fallback);
+
+  f.store->SetAnswer(FailureMode::kPropagate, 1);
+  EXPECT_TRUE(absl::IsUnavailable(f.store->Check("k", kTenPerMinute, 1).status()));
+  EXPECT_EQ(f.store->Stats().local_decisions, 20u);
+  EXPECT_EQ(f.store->Stats().store_errors, 23u);
+}
+
+// Verifies a check in flight is answered as it was when it started: the store answers late (on
+// its own thread, as Redis does), after SetAnswer() changed the answer.
+TEST(FailurePolicyStore, CheckInFlightKeepsTheAnswerItStartedWith) {
+  ManualClock clock;
+  ::testing::StrictMock<testing::MockStore> primary;
+  std::vector<Store::MultiDecisionCallback> pending;
+  EXPECT_CALL(primary, Name()).WillRepeatedly(::testing::Return("primary"));
+  EXPECT_CALL(primary, Decide(::testing::_, ::testing::_))
+      .Times(2)
+      .WillRepeatedly([&](std::span<const LimitCheck>, Store::MultiDecisionCallback done) {
+        pending.push_back(std::move(done));
+      });
+  std::unique_ptr<FailurePolicyStore> store =
+      WithFailurePolicy(primary, {.mode = FailureMode::kLocal, .clock = &clock});
+  std::vector<absl::StatusOr<Decision>> answers;
+  auto record = [&](absl::StatusOr<Decision> d) { answers.push_back(std::move(d)); };
+  store->CheckAsync("k", kTenPerMinute, 1, record);
+  store->SetAnswer(FailureMode::kPropagate, 1);
+  store->CheckAsync("k", kTenPerMinute, 1, record);
+  ASSERT_EQ(pending.size(), 2u);
+  for (Store::MultiDecisionCallback& done : pending) {
+    std::move(done)(absl::UnavailableError("redis down"));
+  }
+  ASSERT_EQ(answers.size(), 2u);
+  ASSERT_TRUE(answers[0].ok()) << answers[0].status();
+  EXPECT_TRUE(answers[0]->from_fallback);
+  EXPECT_TRUE(absl::IsUnavailable(answers[1].status()));
 }
 
 TEST(FailureMode, ParsesEveryNameAndRejectsOthers) {

@@ -5,7 +5,8 @@
 // The client's own type, so that the client library does not depend on the store URL
 // (sluice/store_url.h), a store-level concept that also carries the store's settings. The store
 // turns its URL into a RedisEndpoint once (src/store/redis/redis_endpoint_url.h); the client
-// derives each server's endpoint from it (ForNode()).
+// derives each server's endpoint from it (ForNode()). The text forms (HostPort(), Redacted()) and
+// ForNode() are written once, in redis_url_format.h, for this type and the store URL alike.
 //
 // Example:
 //   RedisEndpoint endpoint{.host = "10.0.0.5", .port = 6380,
