@@ -29,7 +29,7 @@ using std::chrono::milliseconds;
 absl::StatusOr<std::unique_ptr<RedisStore>> MakeLeasedStore(const RedisServer& server,
                                                             milliseconds timeout,
                                                             std::string_view params = "") {
-  RedisStoreOptions options{.url = absl::StrCat(server.Url(), "?lease=true", params),
+  RedisStoreOptions options{.url = absl::StrCat(server.Url(), "?lease=true", std::string(params)),
                             .command_timeout = timeout};
   absl::StatusOr<std::unique_ptr<RedisStore>> store = RedisStore::Create(options);
   if (!store.ok()) return store.status();
