@@ -73,7 +73,10 @@ LeaseDecision LeaseGcra(const Limit& limit, GcraState& state, int64_t now_us, in
 //
 // Gives back `unspent` units of `lease` (docs/algorithms.md, "Refunds") and returns how many were
 // given back: 0 when the lease has ended (now_us >= ends_us) or is not in `state`. Writes nothing
-// then. REQUIRES: 0 < unspent <= lease.granted.
+// then. The token bucket and GCRA find the lease in their record by (ends_us, granted) and keep
+// the units not given back there, so a later refund of the same lease names it with `granted`
+// less what this one gave back. REQUIRES: 0 < unspent <= lease.granted; the units were not spent
+// and will not be.
 int64_t RefundFixedWindow(const Limit& limit, FixedWindowState& state, int64_t now_us,
                           GrantedLease lease, int64_t unspent);
 int64_t RefundSlidingWindow(const Limit& limit, SlidingWindowState& state, int64_t now_us,

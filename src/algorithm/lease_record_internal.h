@@ -11,6 +11,7 @@
 #define SLUICE_ALGORITHM_LEASE_RECORD_INTERNAL_H_
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -46,9 +47,10 @@ inline size_t RunningEntries(const std::vector<LeaseEntry>& leases, int64_t now_
 template <typename Fn>
 void ForEachWithUnits(const std::vector<LeaseEntry>& leases, int64_t burst, Fn fn) {
   int64_t units = 0;
-  for (auto it = leases.rbegin(); it != leases.rend(); ++it) {
-    units = std::min(burst, units + it->granted);
-    fn(*it, units);
+  // By index, from the end (std::views::reverse does not build with clang-14 and libstdc++ 12).
+  for (size_t i = leases.size(); i-- > 0;) {
+    units = std::min(burst, units + leases[i].granted);
+    fn(leases[i], units);
   }
 }
 
@@ -90,7 +92,10 @@ struct TatOffset {
   int64_t dt;
   int64_t frac;
 
-  friend auto operator<=>(const TatOffset&, const TatOffset&) = default;
+  // Ordered as times: by dt, then by frac.
+  friend bool operator<(const TatOffset& a, const TatOffset& b) {
+    return a.dt < b.dt || (a.dt == b.dt && a.frac < b.frac);
+  }
 };
 
 // A GCRA state as a decision at `now` reads it.

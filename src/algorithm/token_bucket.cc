@@ -17,7 +17,6 @@ using internal::Denied;
 using internal::FloorDivNonNegative;
 using internal::ForEachWithUnits;
 using internal::Never;
-using internal::Refill;
 
 namespace internal {
 
