@@ -32,47 +32,9 @@ local function LoadGcra(key, key_index)
     if t > kMaxTimeUs or f > kMaxTimeUs then
       FailState(key_index, 'stored state')
     end
-    return t, f, ParseLeaseRecord(v, kGcraStateBytes, key_index)
+    return t, f, LeaseRecord().Parse(v, kGcraStateBytes, key_index)
   end
   return StateInt(t, key_index), StateInt(f, key_index), nil
-end
-
--- (dt, frac) + units * T, with T = period / rate: the pair of x + units * T for x - now = (dt,
--- frac). units * period <= B * P <= 2^50.
-local function GcraPlus(dt, frac, units, period, rate)
-  local increment = units * period
-  local q = IDiv(increment, rate)
-  local new_frac = frac + (increment - q * rate)
-  local new_dt = dt + q
-  if new_frac >= rate then
-    new_frac = new_frac - rate
-    new_dt = new_dt + 1
-  end
-  return new_dt, new_frac
-end
-
--- The floors of `leases` on the TAT (dt, frac) after now (docs/algorithms.md, "The lease
--- record"): returns the TAT raised by the ended leases' floors e_k + G_k * T, G(now), and the
--- time, after now, at which the last running lease's floor has passed.
-local function GcraFloors(rate, burst, period, dt, frac, now, leases)
-  local reset = 0
-  local running = ReadLeases(leases, burst, now,
-    function(ends, units)
-      local increment = units * period
-      local q = IDiv(increment, rate)
-      local ahead = ends + q - now
-      local r = increment - q * rate
-      if ahead > dt or (ahead == dt and r > frac) then
-        dt, frac = ahead, r
-      end
-    end,
-    function(ends, units)
-      local x = ends - now + CeilDiv(units * period, rate)
-      if x > reset then
-        reset = x
-      end
-    end)
-  return dt, frac, running, reset
 end
 
 -- Decides `cost` at `now` against the TAT (tat_us, tat_frac) and the lease record `leases` (nil:
@@ -95,14 +57,21 @@ local function DecideGcra(rate, burst, period, tat_us, tat_frac, now, cost, leas
   local br = full - bq * rate
 
   -- The TAT after now: (dt, frac) with every floor but the running leases' (what waits and
-  -- reset_after are measured on), and (fdt, ffrac) with it too (what the decision is made on).
+  -- reset_after are measured on), and (fdt, ffrac) with theirs too (what the decision is made
+  -- on): now + G(now) * T.
   local dt = us - now
-  local fdt, ffrac, leases_reset = dt, frac, 0
+  local fdt, ffrac, leases_reset, leases_retry = dt, frac, 0, 0
   if leases ~= nil then
-    local running
-    dt, frac, running, leases_reset = GcraFloors(rate, burst, period, dt, frac, now, leases)
+    local room, running = nil, 0
+    if cost <= burst then
+      room = full - cost * period
+    end
+    dt, frac, running, leases_reset, leases_retry =
+      LeaseRecord().GcraFloors(rate, burst, period, dt, frac, now, leases, room)
     fdt, ffrac = dt, frac
-    local q, r = GcraPlus(0, 0, running, period, rate)
+    local floor = running * period
+    local q = IDiv(floor, rate)
+    local r = floor - q * rate
     if q > fdt or (q == fdt and r > ffrac) then
       fdt, ffrac = q, r
     end
@@ -111,8 +80,7 @@ local function DecideGcra(rate, burst, period, tat_us, tat_frac, now, cost, leas
   local at_dt, at_frac, st_dt, st_frac = fdt, ffrac, dt, frac
   local allowed, retry_after = 0, -1
   if cost <= burst then
-    -- new = tat + cost * T with T = period / limit, as q + r / limit (GcraPlus, inline: a call
-    -- costs Redis about as much as a command).
+    -- new = tat + cost * T with T = period / limit, as q + r / limit.
     local increment = cost * period -- <= B * P
     local q = IDiv(increment, rate)
     local new_frac = ffrac + (increment - q * rate)
@@ -129,33 +97,31 @@ local function DecideGcra(rate, burst, period, tat_us, tat_frac, now, cost, leas
       if cost > 0 then
         tat_us, tat_frac = now + new_dt, new_frac
         st_dt, st_frac = new_dt, new_frac
-        leases = PruneLeases(leases, now)
-      end
-    else
-      -- The later of the wait on the TAT alone, ceil((D(new) - B * P) / limit) =
-      -- (new_dt - bq) + ceil((new_frac - br) / limit) with -limit < new_frac - br < limit, and the
-      -- waits on the running leases' floors.
-      retry_after = 0
-      local u_dt, u_frac = new_dt, new_frac
-      if leases ~= nil then
-        u_dt, u_frac = GcraPlus(dt, frac, cost, period, rate)
-      end
-      if u_dt > bq or (u_dt == bq and u_frac > br) then
-        retry_after = u_dt - bq
-        if u_frac > br then
-          retry_after = retry_after + 1
+        if leases ~= nil then
+          leases = LeaseRecord().Prune(leases, now)
         end
       end
+    else
+      -- The later of the waits for the running leases' floors and the wait on the TAT alone,
+      -- ceil((D(new) - B * P) / limit) = (new_dt - bq) + ceil((new_frac - br) / limit) with
+      -- -limit < new_frac - br < limit, `new` computed from the TAT without the running floor.
+      retry_after = leases_retry
       if leases ~= nil then
-        local room = full - cost * period
-        ReadLeases(leases, burst, now, function() end, function(ends, units)
-          if units * period > room then
-            local x = ends - now + CeilDiv(units * period - room, rate)
-            if x > retry_after then
-              retry_after = x
-            end
-          end
-        end)
+        new_frac = frac + (increment - q * rate)
+        new_dt = dt + q
+        if new_frac >= rate then
+          new_frac = new_frac - rate
+          new_dt = new_dt + 1
+        end
+      end
+      if new_dt > bq or (new_dt == bq and new_frac > br) then
+        local wait = new_dt - bq
+        if new_frac > br then
+          wait = wait + 1
+        end
+        if wait > retry_after then
+          retry_after = wait
+        end
       end
     end
   end
@@ -183,13 +149,16 @@ local function SaveGcra(key, tat_us, tat_frac, now, leases, rate, burst, period)
   if tat_frac > 0 then
     expiry = expiry + 1
   end
-  if leases ~= nil then
-    ReadLeases(leases, burst, now, function() end, function(ends, units)
-      local x = ends + CeilDiv(units * period, rate)
-      if x > expiry then
-        expiry = x
-      end
-    end)
+  local value
+  if leases == nil then
+    value = Pack(kGcraState, tat_us, tat_frac)
+  else
+    local R = LeaseRecord()
+    local _, _, _, reset = R.GcraFloors(rate, burst, period, 0, 0, now, leases, nil)
+    if now + reset > expiry then
+      expiry = now + reset
+    end
+    value = R.Pack(tat_us, tat_frac, leases)
   end
-  SetState(key, PackWithRecord(tat_us, tat_frac, leases), CeilDiv(expiry, 1000), now)
+  SetState(key, value, CeilDiv(expiry, 1000), now)
 end

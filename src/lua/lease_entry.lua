@@ -34,6 +34,70 @@ local kRefundFormat = '<I8I8I8'
 local kRefundBytes = 24
 local kMinLeaseTtlUs = 1000
 
+-- Returns how many entries of `record` have not ended at `now`.
+local function RunningLeases(record, now)
+  local n = 0
+  if record ~= nil then
+    for i = 1, #record, 2 do
+      if record[i] > now then
+        n = n + 1
+      end
+    end
+  end
+  return n
+end
+
+-- Returns a new record: `record` with (ends, units) after every entry ending at or before `ends`.
+local function InsertLease(record, ends, units)
+  local out = {}
+  local placed = false
+  if record ~= nil then
+    for i = 1, #record, 2 do
+      if not placed and record[i] > ends then
+        out[#out + 1] = ends
+        out[#out + 1] = units
+        placed = true
+      end
+      out[#out + 1] = record[i]
+      out[#out + 1] = record[i + 1]
+    end
+  end
+  if not placed then
+    out[#out + 1] = ends
+    out[#out + 1] = units
+  end
+  return out
+end
+
+-- Returns the index in `record` of the entry (ends, granted), or nil.
+local function FindLease(record, ends, granted)
+  if record ~= nil then
+    for i = 1, #record, 2 do
+      if record[i] == ends and record[i + 1] == granted then
+        return i
+      end
+    end
+  end
+  return nil
+end
+
+-- Returns a new record: `record` with `units` fewer in the entry at index `at` (dropped at 0),
+-- pruned at `now` (nil when empty).
+local function KeepLeaseRest(record, at, units, now)
+  local out = {}
+  for i = 1, #record, 2 do
+    local left = record[i + 1]
+    if i == at then
+      left = left - units
+    end
+    if left > 0 then
+      out[#out + 1] = record[i]
+      out[#out + 1] = left
+    end
+  end
+  return LeaseRecord().Prune(out, now)
+end
+
 -- Returns the units and ttl of want `index` (from 1).
 local function ParseWant(want, index)
   if #want ~= kWantBytes then
@@ -241,7 +305,7 @@ local function RefundSlidingLog(key, ends, unspent)
 end
 
 -- The token bucket's and GCRA's refund: the entry (ends, granted) must be in the record; u units
--- come off it and go back to the bucket, from the state a check would decide on now.
+-- come off it and go back to the bucket, taken from the state a check would decide on now.
 local function RefundBucket(c, key, i, ends, granted, unspent, now)
   local algorithm, rate, period, burst = c[1], c[2], c[3], c[4]
   local a, b, leases
@@ -258,14 +322,21 @@ local function RefundBucket(c, key, i, ends, granted, unspent, now)
   if burst < u then
     u = burst
   end
+  local R = LeaseRecord()
   if algorithm == kTokenBucket then
+    -- The deficit refilled to t, then every floor (this lease's included), less u tokens.
     local t = now
     if b > t then
       t = b
     end
-    local d = Refill(a, t - b, rate)
+    local d = a
+    if t - b >= CeilDiv(d, rate) then
+      d = 0
+    else
+      d = d - (t - b) * rate
+    end
     local running
-    d, running = TokenBucketFloors(rate, burst, period, d, b, t, now, leases)
+    d, running = R.BucketFloors(rate, burst, period, d, b, t, now, leases, nil)
     if running * period > d then
       d = running * period
     end
@@ -273,11 +344,10 @@ local function RefundBucket(c, key, i, ends, granted, unspent, now)
     if d < 0 then
       d = 0
     end
-    leases = KeepLeaseRest(leases, at, u, now)
-    SaveTokenBucket(key, d, t, rate, now, leases, burst, period)
+    SaveTokenBucket(key, d, t, rate, now, KeepLeaseRest(leases, at, u, now), burst, period)
     return u
   end
-  -- GCRA: the floored TAT after now, minus u * T as pairs, never before now.
+  -- GCRA: the TAT after now with every floor, less u * T as pairs, never before now.
   local us, frac = a, b
   if frac >= rate then
     local carry = IDiv(frac, rate)
@@ -288,8 +358,10 @@ local function RefundBucket(c, key, i, ends, granted, unspent, now)
     us, frac = now, 0
   end
   local dt, running
-  dt, frac, running = GcraFloors(rate, burst, period, us - now, frac, now, leases)
-  local q, r = GcraPlus(0, 0, running, period, rate)
+  dt, frac, running = R.GcraFloors(rate, burst, period, us - now, frac, now, leases, nil)
+  local floor = running * period
+  local q = IDiv(floor, rate)
+  local r = floor - q * rate
   if q > dt or (q == dt and r > frac) then
     dt, frac = q, r
   end
@@ -303,8 +375,7 @@ local function RefundBucket(c, key, i, ends, granted, unspent, now)
   if dt < 0 then
     dt, frac = 0, 0
   end
-  leases = KeepLeaseRest(leases, at, u, now)
-  SaveGcra(key, now + dt, frac, now, leases, rate, burst, period)
+  SaveGcra(key, now + dt, frac, now, KeepLeaseRest(leases, at, u, now), rate, burst, period)
   return u
 end
 

@@ -28,47 +28,9 @@ local function LoadTokenBucket(key, key_index)
     if d > kMaxTimeUs or u > kMaxTimeUs then
       FailState(key_index, 'stored state')
     end
-    return d, u, ParseLeaseRecord(v, kTokenBucketStateBytes, key_index)
+    return d, u, LeaseRecord().Parse(v, kTokenBucketStateBytes, key_index)
   end
   return StateInt(d, key_index), StateInt(u, key_index), nil
-end
-
--- max(0, x - elapsed * rate), comparing with ceil(x / rate) first so that the product stays
--- below 2^53.
-local function Refill(x, elapsed, rate)
-  if elapsed >= CeilDiv(x, rate) then
-    return 0
-  end
-  return x - elapsed * rate
-end
-
--- The floors of `leases` on a deficit `d` refilled to `t` (docs/algorithms.md, "The lease
--- record"): returns d raised by the ended leases' floors (each refilling from its end), G(now),
--- and the time, after now, at which the last running lease's floor has refilled.
-local function TokenBucketFloors(rate, burst, period, d, updated, t, now, leases)
-  local reset = 0
-  local running = ReadLeases(leases, burst, now,
-    function(ends, units)
-      local from = ends
-      if updated > from then
-        from = updated
-      end
-      local floor = Refill(units * period, t - from, rate)
-      if floor > d then
-        d = floor
-      end
-    end,
-    function(ends, units)
-      local from = ends
-      if t > from then
-        from = t
-      end
-      local x = from + CeilDiv(units * period, rate) - now
-      if x > reset then
-        reset = x
-      end
-    end)
-  return d, running, reset
 end
 
 -- Decides `cost` at `now` against (deficit, updated) and the lease record `leases` (nil: none).
@@ -93,17 +55,23 @@ local function DecideTokenBucket(rate, burst, period, deficit, updated, now, cos
       d = d - elapsed * rate
     end
   end
+  local full = burst * period -- <= 2^50 (checked with the arguments)
   -- With leases: d is raised by the ended leases' floors, and the decision is made on `floored`,
-  -- at least G(now) tokens missing. Waits and reset_after are measured on d.
-  local floored, running, leases_reset = d, 0, 0
+  -- at least G(now) tokens missing; waits and reset_after are measured on d, and on the running
+  -- leases' floors.
+  local floored, leases_reset, leases_retry = d, 0, 0
   if leases ~= nil then
-    d, running, leases_reset = TokenBucketFloors(rate, burst, period, d, updated, t, now, leases)
+    local room, running = nil, 0
+    if cost <= burst then
+      room = full - cost * period
+    end
+    d, running, leases_reset, leases_retry =
+      LeaseRecord().BucketFloors(rate, burst, period, d, updated, t, now, leases, room)
     floored = d
     if running * period > floored then
       floored = running * period
     end
   end
-  local full = burst * period -- <= 2^50 (checked with the arguments)
   -- The deficit `remaining` is computed on, and the one reset_after is (the stored one).
   local at, stored = floored, d
   local allowed, retry_after = 0, -1
@@ -115,29 +83,19 @@ local function DecideTokenBucket(rate, burst, period, deficit, updated, now, cos
       at = needed
       if cost > 0 then
         deficit, updated, stored = needed, t, needed
-        leases = PruneLeases(leases, now)
+        if leases ~= nil then
+          leases = LeaseRecord().Prune(leases, now)
+        end
       end
     else
-      -- The later of the wait for the refill alone and, for each running lease whose floor is in
-      -- the way, the wait for it to come down.
-      local room = full - cost * period
-      retry_after = 0
-      if d > room then
-        retry_after = lag + CeilDiv(d - room, rate)
-      end
-      if leases ~= nil then
-        ReadLeases(leases, burst, now, function() end, function(ends, units)
-          if units * period > room then
-            local from = ends
-            if t > from then
-              from = t
-            end
-            local x = from + CeilDiv(units * period - room, rate) - now
-            if x > retry_after then
-              retry_after = x
-            end
-          end
-        end)
+      -- The later of the wait for the refill alone and the waits for the running leases'
+      -- floors to come down.
+      retry_after = leases_retry
+      if d + cost * period > full then
+        local wait = lag + CeilDiv(d + cost * period - full, rate)
+        if wait > retry_after then
+          retry_after = wait
+        end
       end
     end
   end
@@ -161,17 +119,16 @@ end
 -- REQUIRES: `leases` pruned at `now`.
 local function SaveTokenBucket(key, deficit, updated, rate, now, leases, burst, period)
   local expiry = updated + CeilDiv(deficit, rate)
-  if leases ~= nil then
-    ReadLeases(leases, burst, now, function() end, function(ends, units)
-      local from = ends
-      if updated > from then
-        from = updated
-      end
-      local x = from + CeilDiv(units * period, rate)
-      if x > expiry then
-        expiry = x
-      end
-    end)
+  local value
+  if leases == nil then
+    value = Pack(kTokenBucketState, deficit, updated)
+  else
+    local R = LeaseRecord()
+    local _, _, reset = R.BucketFloors(rate, burst, period, 0, updated, updated, now, leases, nil)
+    if now + reset > expiry then
+      expiry = now + reset
+    end
+    value = R.Pack(deficit, updated, leases)
   end
-  SetState(key, PackWithRecord(deficit, updated, leases), CeilDiv(expiry, 1000), now)
+  SetState(key, value, CeilDiv(expiry, 1000), now)
 end
