@@ -17,14 +17,17 @@
 //   Decision d = DecideGcra(limit, state, clock.EpochNow().count(), 1);
 //
 // REQUIRES: ValidateLimit(limit).ok() and ValidateCost(cost).ok() (the functions do not re-check);
-// 0 <= now_us < 2^52; `state` is default-constructed or was last written by the same function.
+// 0 <= now_us < 2^52; `state` is default-constructed or was last written by the same function or
+// by its lease twin in lease.h (a lease record holds at most kMaxLeaseEntries entries, sorted).
 //
 // Thread safety: pure functions; the caller serialises access to one state.
 #ifndef SLUICE_ALGORITHM_ALGORITHM_H_
 #define SLUICE_ALGORITHM_ALGORITHM_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 #include "sluice/decision.h"
 #include "sluice/limit.h"
@@ -56,10 +59,25 @@ struct SlidingLogState {
   friend bool operator==(const SlidingLogState&, const SlidingLogState&) = default;
 };
 
+// One lease recorded in a token bucket's or GCRA's state (docs/algorithms.md, "The lease record"):
+// `granted` units that may be spent until `ends_us`.
+struct LeaseEntry {
+  int64_t ends_us = 0;
+  int64_t granted = 0;
+
+  friend bool operator==(const LeaseEntry&, const LeaseEntry&) = default;
+};
+
+// Entries a lease record keeps at most; a grant that finds this many running grants nothing.
+inline constexpr size_t kMaxLeaseEntries = 32;
+
 struct TokenBucketState {
   // Tokens missing from a full bucket, scaled by the period in microseconds.
   int64_t deficit = 0;
   int64_t updated_us = 0;
+  // The lease record, sorted by ends_us (src/algorithm/lease.h grants and refunds); empty (the
+  // memory store's states, and every state no lease was granted on) means no floor.
+  std::vector<LeaseEntry> leases{};
 
   friend bool operator==(const TokenBucketState&, const TokenBucketState&) = default;
 };
@@ -68,6 +86,8 @@ struct GcraState {
   // The theoretical arrival time is tat_us + tat_frac / limit, with 0 <= tat_frac < limit.
   int64_t tat_us = 0;
   int64_t tat_frac = 0;
+  // The lease record, as TokenBucketState's.
+  std::vector<LeaseEntry> leases{};
 
   friend bool operator==(const GcraState&, const GcraState&) = default;
 };
@@ -95,13 +115,15 @@ Decision DecideSlidingLog(const Limit& limit, SlidingLogState& state, int64_t no
 // DecideTokenBucket()
 //
 // A bucket of `limit.Capacity()` tokens refilled at `limit.limit` per period, in exact integers.
+// A lease record in `state` floors the deficit as docs/algorithms.md says; an admission also drops
+// the record's ended entries.
 Decision DecideTokenBucket(const Limit& limit, TokenBucketState& state, int64_t now_us,
                            int64_t cost);
 
 // DecideGcra()
 //
 // The generic cell rate algorithm. Same decisions as DecideTokenBucket() while time never goes
-// backwards.
+// backwards, lease records included.
 Decision DecideGcra(const Limit& limit, GcraState& state, int64_t now_us, int64_t cost);
 
 }  // namespace sluice::algorithm

@@ -1,29 +1,29 @@
-// gcra: docs/algorithms.md, "gcra".
+// gcra: docs/algorithms.md, "gcra" and "The lease record".
+#include <algorithm>
 #include <cstdint>
 
 #include "sluice/decision.h"
 #include "sluice/limit.h"
 
 #include "src/algorithm/algorithm.h"
+#include "src/algorithm/lease_record_internal.h"
 #include "src/algorithm/math_internal.h"
 
 namespace sluice::algorithm {
-namespace {
 
 using internal::Admitted;
+using internal::CeilDiv;
 using internal::Denied;
+using internal::ForEachWithUnits;
 using internal::Never;
+using internal::PlusUnits;
+using internal::TatOffset;
 
-// A TAT relative to now: tat - now = dt + frac / rate, with dt >= 0 and 0 <= frac < rate.
-//
 // Overflow: the debt D = dt * rate + frac is never formed from an unbounded dt. After a backward
 // time step dt is as long as the step, and an hour times rate = 2^32 - 1 is past 2^63. The
 // comparisons and ceilings are done on (dt, frac) through the identities of docs/algorithms.md
 // ("gcra"); D itself is formed only when it is at most B * P <= 2^50.
-struct Offset {
-  int64_t dt;
-  int64_t frac;
-};
+namespace {
 
 class Tolerance {
  public:
@@ -31,18 +31,18 @@ class Tolerance {
       : rate_(rate), period_(period), full_(burst * period), q_(full_ / rate), r_(full_ % rate) {}
 
   // Whether D(x) <= B * P, i.e. x - now <= tau.
-  bool Admits(Offset x) const { return x.dt < q_ || (x.dt == q_ && x.frac <= r_); }
+  bool Admits(TatOffset x) const { return x.dt < q_ || (x.dt == q_ && x.frac <= r_); }
 
   // (B * P - D(x)) div P, clamped at 0.
-  int64_t Remaining(Offset x) const {
+  int64_t Remaining(TatOffset x) const {
     return Admits(x) ? (full_ - (x.dt * rate_ + x.frac)) / period_ : 0;
   }
 
   // ceil(D(x) / rate): when the TAT reaches now.
-  static int64_t ResetAfter(Offset x) { return x.dt + (x.frac > 0 ? 1 : 0); }
+  static int64_t ResetAfter(TatOffset x) { return x.dt + (x.frac > 0 ? 1 : 0); }
 
   // ceil((D(x) - B * P) / rate). REQUIRES: !Admits(x).
-  int64_t RetryAfter(Offset x) const { return x.dt - q_ + (x.frac > r_ ? 1 : 0); }
+  int64_t RetryAfter(TatOffset x) const { return x.dt - q_ + (x.frac > r_ ? 1 : 0); }
 
  private:
   int64_t rate_;
@@ -54,12 +54,22 @@ class Tolerance {
 
 }  // namespace
 
-Decision DecideGcra(const Limit& limit, GcraState& state, int64_t now_us, int64_t cost) {
+namespace internal {
+
+TatOffset PlusUnits(TatOffset x, int64_t units, int64_t period, int64_t rate) {
+  const int64_t increment = units * period;
+  TatOffset next{.dt = x.dt + increment / rate, .frac = x.frac + increment % rate};
+  if (next.frac >= rate) {
+    next.frac -= rate;
+    ++next.dt;
+  }
+  return next;
+}
+
+GcraReading ReadGcra(const Limit& limit, const GcraState& state, int64_t now_us) {
   const int64_t rate = limit.limit;
   const int64_t burst = limit.Capacity();
   const int64_t period = limit.period.count();
-  const Tolerance tolerance(rate, burst, period);
-
   // A fraction >= rate was written under a larger limit: carry it so that 0 <= frac < rate holds.
   // It is below 2^32, so the carry is small.
   int64_t tat_us = state.tat_us + state.tat_frac / rate;
@@ -69,26 +79,64 @@ Decision DecideGcra(const Limit& limit, GcraState& state, int64_t now_us, int64_
     tat_us = now_us;
     tat_frac = 0;
   }
-  const Offset tat{.dt = tat_us - now_us, .frac = tat_frac};
+  GcraReading r{
+      .tat = {.dt = tat_us - now_us, .frac = tat_frac}, .floored = {}, .leases_reset_after = 0};
+  int64_t running = 0;
+  if (!state.leases.empty()) {
+    running = RunningUnits(state.leases, burst, now_us);
+    ForEachWithUnits(state.leases, burst, [&](const LeaseEntry& entry, int64_t units) {
+      const int64_t increment = units * period;
+      if (entry.ends_us <= now_us) {
+        // The floor e_k + G_k * T of an ended lease, when it is still ahead of now.
+        const int64_t ahead = entry.ends_us + increment / rate - now_us;
+        if (ahead >= 0) r.tat = std::max(r.tat, TatOffset{.dt = ahead, .frac = increment % rate});
+      } else {
+        r.leases_reset_after =
+            std::max(r.leases_reset_after, entry.ends_us - now_us + CeilDiv(increment, rate));
+      }
+    });
+  }
+  r.floored = std::max(r.tat, PlusUnits(TatOffset{.dt = 0, .frac = 0}, running, period, rate));
+  return r;
+}
+
+}  // namespace internal
+
+Decision DecideGcra(const Limit& limit, GcraState& state, int64_t now_us, int64_t cost) {
+  const int64_t rate = limit.limit;
+  const int64_t burst = limit.Capacity();
+  const int64_t period = limit.period.count();
+  const Tolerance tolerance(rate, burst, period);
+  const internal::GcraReading r = internal::ReadGcra(limit, state, now_us);
+  const auto reset_after = [&](TatOffset x) {
+    return std::max(Tolerance::ResetAfter(x), r.leases_reset_after);
+  };
   if (cost > burst) {
-    return Never(burst, tolerance.Remaining(tat), Tolerance::ResetAfter(tat));
+    return Never(burst, tolerance.Remaining(r.floored), reset_after(r.tat));
   }
 
   // new = tat + cost * T with T = period / rate, as q + r / rate; cost * period <= B * P <= 2^50.
-  const int64_t increment = cost * period;
-  Offset next{.dt = tat.dt + increment / rate, .frac = tat.frac + increment % rate};
-  if (next.frac >= rate) {
-    next.frac -= rate;
-    ++next.dt;
-  }
+  const TatOffset next = PlusUnits(r.floored, cost, period, rate);
   if (cost == 0 || tolerance.Admits(next)) {
     if (cost > 0) {
-      state = {.tat_us = now_us + next.dt, .tat_frac = next.frac};
+      state.tat_us = now_us + next.dt;
+      state.tat_frac = next.frac;
+      internal::PruneEnded(state.leases, now_us);
     }
-    return Admitted(burst, tolerance.Remaining(next), Tolerance::ResetAfter(next));
+    return Admitted(burst, tolerance.Remaining(next), reset_after(cost > 0 ? next : r.tat));
   }
-  return Denied(burst, tolerance.Remaining(tat), Tolerance::ResetAfter(tat),
-                tolerance.RetryAfter(next));
+  // Denied: the later of the wait on the TAT alone and the waits on the running leases' floors,
+  // as in token_bucket.cc.
+  const TatOffset unfloored = PlusUnits(r.tat, cost, period, rate);
+  int64_t retry_after = tolerance.Admits(unfloored) ? 0 : tolerance.RetryAfter(unfloored);
+  const int64_t room = (burst - cost) * period;
+  ForEachWithUnits(state.leases, burst, [&](const LeaseEntry& entry, int64_t units) {
+    if (entry.ends_us > now_us && units * period > room) {
+      retry_after =
+          std::max(retry_after, entry.ends_us - now_us + CeilDiv(units * period - room, rate));
+    }
+  });
+  return Denied(burst, tolerance.Remaining(r.floored), reset_after(r.tat), retry_after);
 }
 
 }  // namespace sluice::algorithm

@@ -1,4 +1,4 @@
-// token_bucket: docs/algorithms.md, "token_bucket".
+// token_bucket: docs/algorithms.md, "token_bucket" and "The lease record".
 #include <algorithm>
 #include <cstdint>
 
@@ -6,6 +6,7 @@
 #include "sluice/limit.h"
 
 #include "src/algorithm/algorithm.h"
+#include "src/algorithm/lease_record_internal.h"
 #include "src/algorithm/math_internal.h"
 
 namespace sluice::algorithm {
@@ -14,44 +15,87 @@ using internal::Admitted;
 using internal::CeilDiv;
 using internal::Denied;
 using internal::FloorDivNonNegative;
+using internal::ForEachWithUnits;
 using internal::Never;
 
-// Overflow: a stored deficit is at most B * P <= 2^50 of the limit it was written under, and every
-// cost that reaches `cost * period` is <= B, so all sums below stay under 2^52. The lag is a
-// difference of two times below 2^52.
+namespace internal {
+
+// Overflow: a stored deficit is at most B * P <= 2^50 of the limit it was written under. Lease
+// units are capped at B (lease_record_internal.h), so their products with the period are at most
+// B * P too. The lag is a difference of two times below 2^52.
+TokenBucketReading ReadTokenBucket(const Limit& limit, const TokenBucketState& state,
+                                   int64_t now_us) {
+  const int64_t rate = limit.limit;
+  const int64_t burst = limit.Capacity();
+  const int64_t period = limit.period.count();
+  // While the clock is behind `updated` (time went backwards) the bucket does not refill, and every
+  // wait starts when the clock catches up again.
+  const int64_t t = std::max(now_us, state.updated_us);
+  TokenBucketReading r{.t = t,
+                       .lag = t - now_us,
+                       .deficit = Refill(state.deficit, t - state.updated_us, rate),
+                       .floored = 0,
+                       .leases_reset_after = 0};
+  int64_t running = 0;
+  if (!state.leases.empty()) {
+    running = RunningUnits(state.leases, burst, now_us);
+    ForEachWithUnits(state.leases, burst, [&](const LeaseEntry& entry, int64_t units) {
+      if (entry.ends_us <= now_us) {
+        // An ended lease's floor goes on refilling from its end, not from `updated`.
+        r.deficit = std::max(
+            r.deficit, Refill(units * period, t - std::max(entry.ends_us, state.updated_us), rate));
+      } else {
+        r.leases_reset_after =
+            std::max(r.leases_reset_after,
+                     std::max(entry.ends_us, t) + CeilDiv(units * period, rate) - now_us);
+      }
+    });
+  }
+  r.floored = std::max(r.deficit, running * period);
+  return r;
+}
+
+}  // namespace internal
+
+// Overflow: every cost that reaches `cost * period` is <= B, so all sums below stay under 2^52.
 Decision DecideTokenBucket(const Limit& limit, TokenBucketState& state, int64_t now_us,
                            int64_t cost) {
   const int64_t rate = limit.limit;
   const int64_t burst = limit.Capacity();
   const int64_t period = limit.period.count();
   const int64_t full = burst * period;
-
-  // While the clock is behind `updated` (time went backwards) the bucket does not refill, and every
-  // wait starts when the clock catches up again.
-  const int64_t t = std::max(now_us, state.updated_us);
-  const int64_t lag = t - now_us;
-  int64_t deficit = state.deficit;
-  // Compare before multiplying: elapsed * rate could overflow, but below ceil(deficit / rate) it is
-  // smaller than the deficit.
-  if (const int64_t elapsed = t - state.updated_us; elapsed >= CeilDiv(deficit, rate)) {
-    deficit = 0;
-  } else {
-    deficit -= elapsed * rate;
-  }
-  const auto reset_after = [&](int64_t d) { return d == 0 ? 0 : lag + CeilDiv(d, rate); };
+  const internal::TokenBucketReading r = internal::ReadTokenBucket(limit, state, now_us);
+  // Time until the bucket is full again and every lease's floor has refilled, for the deficit `d`
+  // stored (at t).
+  const auto reset_after = [&](int64_t d) {
+    return std::max(d == 0 ? 0 : r.lag + CeilDiv(d, rate), r.leases_reset_after);
+  };
 
   if (cost > burst) {
-    return Never(burst, FloorDivNonNegative(full - deficit, period), reset_after(deficit));
+    return Never(burst, FloorDivNonNegative(full - r.floored, period), reset_after(r.deficit));
   }
-  const int64_t needed = deficit + cost * period;
+  const int64_t needed = r.floored + cost * period;
   if (cost == 0 || needed <= full) {
     if (cost > 0) {
-      state = {.deficit = needed, .updated_us = t};
+      state.deficit = needed;
+      state.updated_us = r.t;
+      internal::PruneEnded(state.leases, now_us);
     }
-    return Admitted(burst, FloorDivNonNegative(full - needed, period), reset_after(needed));
+    return Admitted(burst, FloorDivNonNegative(full - needed, period),
+                    reset_after(cost > 0 ? needed : r.deficit));
   }
-  return Denied(burst, FloorDivNonNegative(full - deficit, period), reset_after(deficit),
-                lag + CeilDiv(needed - full, rate));
+  // Denied: the later of the wait for the refill alone and, for each running lease whose floor is
+  // in the way, the wait for that floor to come down; each only decreases with time.
+  const int64_t room = full - cost * period;
+  int64_t retry_after = r.deficit > room ? r.lag + CeilDiv(r.deficit - room, rate) : 0;
+  ForEachWithUnits(state.leases, burst, [&](const LeaseEntry& entry, int64_t units) {
+    if (entry.ends_us > now_us && units * period > room) {
+      retry_after = std::max(retry_after, std::max(entry.ends_us, r.t) +
+                                              CeilDiv(units * period - room, rate) - now_us);
+    }
+  });
+  return Denied(burst, FloorDivNonNegative(full - r.floored, period), reset_after(r.deficit),
+                retry_after);
 }
 
 }  // namespace sluice::algorithm

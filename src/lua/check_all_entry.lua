@@ -13,7 +13,8 @@
 -- Store::CheckAll() specifies.
 
 -- A key's state: {a, b, c} (the fields of its string state, `e` the expiry its key was written
--- with; the sliding log keeps its own table in `log`).
+-- with, `l` the lease record of a token bucket or GCRA state; the sliding log keeps its own table
+-- in `log`).
 local function LoadAny(algorithm, key, i)
   local st = {}
   if algorithm == kFixedWindow then
@@ -21,9 +22,9 @@ local function LoadAny(algorithm, key, i)
   elseif algorithm == kSlidingWindow then
     st.a, st.b, st.c, st.e = LoadSlidingWindow(key, i)
   elseif algorithm == kTokenBucket then
-    st.a, st.b = LoadTokenBucket(key, i)
+    st.a, st.b, st.l = LoadTokenBucket(key, i)
   elseif algorithm == kGcra then
-    st.a, st.b = LoadGcra(key, i)
+    st.a, st.b, st.l = LoadGcra(key, i)
   else
     st.log = LoadSlidingLog(key, i)
   end
@@ -33,7 +34,7 @@ end
 -- Decides check `c` (its parsed fields, with `cost`) against `st` at `now` (`now_text` is its
 -- decimal text); an admission with
 -- cost > 0 updates `st`, and marks it dirty with what its expiry needs from the last check that
--- changed it (`period`, `rate`). Returns allowed, remaining, reset_after, retry_after.
+-- changed it (`period`, `rate`, `burst`). Returns allowed, remaining, reset_after, retry_after.
 local function DecideAny(c, st, now, now_text, cost)
   local algorithm, limit, period, capacity = c[1], c[2], c[3], c[4]
   local allowed, remaining, reset_after, retry_after
@@ -44,17 +45,17 @@ local function DecideAny(c, st, now, now_text, cost)
     allowed, remaining, reset_after, retry_after, st.a, st.b, st.c =
       DecideSlidingWindow(limit, period, st.a, st.b, st.c, now, cost)
   elseif algorithm == kTokenBucket then
-    allowed, remaining, reset_after, retry_after, st.a, st.b =
-      DecideTokenBucket(limit, capacity, period, st.a, st.b, now, cost)
+    allowed, remaining, reset_after, retry_after, st.a, st.b, st.l =
+      DecideTokenBucket(limit, capacity, period, st.a, st.b, now, cost, st.l)
   elseif algorithm == kGcra then
-    allowed, remaining, reset_after, retry_after, st.a, st.b =
-      DecideGcra(limit, capacity, period, st.a, st.b, now, cost)
+    allowed, remaining, reset_after, retry_after, st.a, st.b, st.l =
+      DecideGcra(limit, capacity, period, st.a, st.b, now, cost, st.l)
   else
     allowed, remaining, reset_after, retry_after = DecideSlidingLog(limit, period, st.log, now,
       now_text, cost)
   end
   if allowed == 1 and cost > 0 then
-    st.dirty, st.algorithm, st.period, st.rate = true, algorithm, period, limit
+    st.dirty, st.algorithm, st.period, st.rate, st.burst = true, algorithm, period, limit, capacity
   end
   return allowed, remaining, reset_after, retry_after
 end
@@ -66,9 +67,9 @@ local function SaveAny(key, st, now, now_text)
   elseif algorithm == kSlidingWindow then
     SaveSlidingWindow(key, st.a, st.b, st.c, st.period, now, st.e)
   elseif algorithm == kTokenBucket then
-    SaveTokenBucket(key, st.a, st.b, st.rate, now)
+    SaveTokenBucket(key, st.a, st.b, st.rate, now, st.l, st.burst, st.period)
   elseif algorithm == kGcra then
-    SaveGcra(key, st.a, st.b, now)
+    SaveGcra(key, st.a, st.b, now, st.l, st.rate, st.burst, st.period)
   else
     SaveSlidingLog(key, st.log, now, now_text)
   end

@@ -16,12 +16,12 @@ local function CheckGcra(keys, args)
   local _, rate, period, burst, cost = ParseCheck(args[kArgvBase + 1], 1, kGcra)
   local now = NowMicros(args)
   local key = keys[1]
-  local tat_us, tat_frac = LoadGcra(key, 1)
+  local tat_us, tat_frac, leases = LoadGcra(key, 1)
   local allowed, remaining, reset_after, retry_after
-  allowed, remaining, reset_after, retry_after, tat_us, tat_frac =
-    DecideGcra(rate, burst, period, tat_us, tat_frac, now, cost)
+  allowed, remaining, reset_after, retry_after, tat_us, tat_frac, leases =
+    DecideGcra(rate, burst, period, tat_us, tat_frac, now, cost, leases)
   if allowed == 1 and cost > 0 then
-    SaveGcra(key, tat_us, tat_frac, now)
+    SaveGcra(key, tat_us, tat_frac, now, leases, rate, burst, period)
   end
   return Pack(kDecisionFormat, allowed, burst, remaining, reset_after, retry_after)
 end

@@ -16,12 +16,12 @@ local function CheckTokenBucket(keys, args)
   local _, rate, period, burst, cost = ParseCheck(args[kArgvBase + 1], 1, kTokenBucket)
   local now = NowMicros(args)
   local key = keys[1]
-  local deficit, updated = LoadTokenBucket(key, 1)
+  local deficit, updated, leases = LoadTokenBucket(key, 1)
   local allowed, remaining, reset_after, retry_after
-  allowed, remaining, reset_after, retry_after, deficit, updated =
-    DecideTokenBucket(rate, burst, period, deficit, updated, now, cost)
+  allowed, remaining, reset_after, retry_after, deficit, updated, leases =
+    DecideTokenBucket(rate, burst, period, deficit, updated, now, cost, leases)
   if allowed == 1 and cost > 0 then
-    SaveTokenBucket(key, deficit, updated, rate, now)
+    SaveTokenBucket(key, deficit, updated, rate, now, leases, burst, period)
   end
   return Pack(kDecisionFormat, allowed, burst, remaining, reset_after, retry_after)
 end

@@ -1,7 +1,8 @@
--- gcra.lua: docs/algorithms.md, "gcra".
+-- gcra.lua: docs/algorithms.md, "gcra" and "The lease record".
 -- State: '<I8I8' = the TAT's whole microseconds and its fraction in 1/limit us, with the
--- theoretical arrival time tat = t + f / limit and 0 <= f < limit; no key = (0, 0). An earlier
--- version wrote 't:f' in decimal, which is still read.
+-- theoretical arrival time tat = t + f / limit and 0 <= f < limit, then the lease record when
+-- leases were granted on the key (lease_record.lua); no key = (0, 0). An earlier version wrote
+-- 't:f' in decimal, which is still read.
 --
 -- The debt D(x) = (x_us - now) * limit + x_frac is never formed when it could be large: after
 -- time steps back, x_us - now can be hours, and hours times a 2^32 limit is beyond 2^53. Writing
@@ -11,26 +12,36 @@
 local kGcraState = '<I8I8'
 local kGcraStateBytes = 16
 
+-- Returns the TAT (us, frac) and the lease record (nil for none).
 local function LoadGcra(key, key_index)
   local v = Call('GET', key)
   if not v then
-    return 0, 0
+    return 0, 0, nil
   end
   if #v == kGcraStateBytes then
     local t, f = Unpack(kGcraState, v)
     if t > kMaxTimeUs or f > kMaxTimeUs then
       FailState(key_index, 'stored state')
     end
-    return t, f
+    return t, f, nil
   end
   local t, f = Match(v, '^(%d+):(%d+)$')
-  return StateInt(t, key_index), StateInt(f, key_index)
+  if t == nil and #v > kGcraStateBytes then
+    -- A record follows (as in token_bucket.lua, a binary state never matches the decimal form).
+    t, f = Unpack(kGcraState, v)
+    if t > kMaxTimeUs or f > kMaxTimeUs then
+      FailState(key_index, 'stored state')
+    end
+    return t, f, LeaseRecord().Parse(v, kGcraStateBytes, key_index)
+  end
+  return StateInt(t, key_index), StateInt(f, key_index), nil
 end
 
--- Decides `cost` at `now` against the TAT (tat_us, tat_frac). Returns allowed (1|0), remaining,
--- reset_after, retry_after and the TAT after the decision, which differs from the one passed in
--- only when the request was admitted with cost > 0.
-local function DecideGcra(rate, burst, period, tat_us, tat_frac, now, cost)
+-- Decides `cost` at `now` against the TAT (tat_us, tat_frac) and the lease record `leases` (nil:
+-- none). Returns allowed (1|0), remaining, reset_after, retry_after and the state after the
+-- decision, which differs from the one passed in only when the request was admitted with
+-- cost > 0 (the record is then pruned at `now`).
+local function DecideGcra(rate, burst, period, tat_us, tat_frac, now, cost, leases)
   local us, frac = tat_us, tat_frac
   if frac >= rate then
     -- Written under a larger limit: carry the whole microseconds so that 0 <= frac < limit.
@@ -45,15 +56,35 @@ local function DecideGcra(rate, burst, period, tat_us, tat_frac, now, cost)
   local bq = IDiv(full, rate)
   local br = full - bq * rate
 
-  -- The TAT the decision reports on: the new one when admitted, else the current one.
+  -- The TAT after now: (dt, frac) with every floor but the running leases' (what waits and
+  -- reset_after are measured on), and (fdt, ffrac) with theirs too (what the decision is made
+  -- on): now + G(now) * T.
   local dt = us - now
+  local fdt, ffrac, leases_reset, leases_retry = dt, frac, 0, 0
+  if leases ~= nil then
+    local room, running = nil, 0
+    if cost <= burst then
+      room = full - cost * period
+    end
+    dt, frac, running, leases_reset, leases_retry =
+      LeaseRecord().GcraFloors(rate, burst, period, dt, frac, now, leases, room)
+    fdt, ffrac = dt, frac
+    local floor = running * period
+    local q = IDiv(floor, rate)
+    local r = floor - q * rate
+    if q > fdt or (q == fdt and r > ffrac) then
+      fdt, ffrac = q, r
+    end
+  end
+  -- The TAT `remaining` is computed on, and the one reset_after is (the stored one).
+  local at_dt, at_frac, st_dt, st_frac = fdt, ffrac, dt, frac
   local allowed, retry_after = 0, -1
   if cost <= burst then
     -- new = tat + cost * T with T = period / limit, as q + r / limit.
     local increment = cost * period -- <= B * P
     local q = IDiv(increment, rate)
-    local new_frac = frac + (increment - q * rate)
-    local new_dt = dt + q
+    local new_frac = ffrac + (increment - q * rate)
+    local new_dt = fdt + q
     if new_frac >= rate then
       new_frac = new_frac - rate
       new_dt = new_dt + 1
@@ -62,38 +93,72 @@ local function DecideGcra(rate, burst, period, tat_us, tat_frac, now, cost)
     -- time stepped back, or under a smaller burst).
     if cost == 0 or new_dt < bq or (new_dt == bq and new_frac <= br) then
       allowed, retry_after = 1, 0
-      dt, frac = new_dt, new_frac
+      at_dt, at_frac = new_dt, new_frac
       if cost > 0 then
         tat_us, tat_frac = now + new_dt, new_frac
+        st_dt, st_frac = new_dt, new_frac
+        if leases ~= nil then
+          leases = LeaseRecord().Prune(leases, now)
+        end
       end
     else
-      -- ceil((D(new) - B * P) / limit) = (new_dt - bq) + ceil((new_frac - br) / limit), and
-      -- -limit < new_frac - br < limit.
-      retry_after = new_dt - bq
-      if new_frac > br then
-        retry_after = retry_after + 1
+      -- The later of the waits for the running leases' floors and the wait on the TAT alone,
+      -- ceil((D(new) - B * P) / limit) = (new_dt - bq) + ceil((new_frac - br) / limit) with
+      -- -limit < new_frac - br < limit, `new` computed from the TAT without the running floor.
+      retry_after = leases_retry
+      if leases ~= nil then
+        new_frac = frac + (increment - q * rate)
+        new_dt = dt + q
+        if new_frac >= rate then
+          new_frac = new_frac - rate
+          new_dt = new_dt + 1
+        end
+      end
+      if new_dt > bq or (new_dt == bq and new_frac > br) then
+        local wait = new_dt - bq
+        if new_frac > br then
+          wait = wait + 1
+        end
+        if wait > retry_after then
+          retry_after = wait
+        end
       end
     end
   end
   -- remaining = (B * P - D) div P, clamped at 0; D <= B * P is tested on the pair first, so the
   -- product is formed only when it is at most B * P.
   local remaining = 0
-  if dt < bq or (dt == bq and frac <= br) then
-    remaining = IDiv(full - (dt * rate + frac), period)
+  if at_dt < bq or (at_dt == bq and at_frac <= br) then
+    remaining = IDiv(full - (at_dt * rate + at_frac), period)
   end
-  -- reset_after = ceil(D / limit): when the TAT reaches now.
-  local reset_after = dt
-  if frac > 0 then
-    reset_after = dt + 1
+  -- reset_after = ceil(D / limit): when the TAT reaches now, or later a running lease's floor.
+  local reset_after = st_dt
+  if st_frac > 0 then
+    reset_after = st_dt + 1
   end
-  return allowed, remaining, reset_after, retry_after, tat_us, tat_frac
+  if leases_reset > reset_after then
+    reset_after = leases_reset
+  end
+  return allowed, remaining, reset_after, retry_after, tat_us, tat_frac, leases
 end
 
--- Expires at the TAT, rounded up to the microsecond: now + reset_after.
-local function SaveGcra(key, tat_us, tat_frac, now)
+-- Expires at the TAT, rounded up to the microsecond, or when the last running lease's floor has
+-- passed: now + reset_after. REQUIRES: `leases` pruned at `now`.
+local function SaveGcra(key, tat_us, tat_frac, now, leases, rate, burst, period)
   local expiry = tat_us
   if tat_frac > 0 then
     expiry = expiry + 1
   end
-  SetState(key, Pack(kGcraState, tat_us, tat_frac), CeilDiv(expiry, 1000), now)
+  local value
+  if leases == nil then
+    value = Pack(kGcraState, tat_us, tat_frac)
+  else
+    local R = LeaseRecord()
+    local _, _, _, reset = R.GcraFloors(rate, burst, period, 0, 0, now, leases, nil)
+    if now + reset > expiry then
+      expiry = now + reset
+    end
+    value = R.Pack(tat_us, tat_frac, leases)
+  end
+  SetState(key, value, CeilDiv(expiry, 1000), now)
 end

@@ -169,39 +169,81 @@ local function DecideSlidingLog(limit, period, st, now, now_text, cost)
   return 0, remaining, reset_after, oldest + period - now
 end
 
--- Writes the pending entries (trimming those that no longer count first), then the expiry.
+-- Writes `count` entries at `t` (and its text `t_text`), named after the `m` already there.
+local function AddSlidingLogEntries(key, t_text, m, count)
+  if m == 0 and count == 1 then
+    -- The usual admission: one unit, the first at `t`.
+    Call('ZADD', key, t_text, t_text)
+    return
+  end
+  local args = {}
+  local n = 0
+  for i = m + 1, m + count do
+    args[n + 1] = t_text
+    if i == 1 then
+      args[n + 2] = t_text
+    else
+      args[n + 2] = t_text .. ':' .. i
+    end
+    n = n + 2
+    if n >= 2 * kZaddChunk or i == m + count then
+      Call('ZADD', key, unpack(args, 1, n))
+      n = 0
+    end
+  end
+end
+
+-- Writes the pending entries (trimming those that no longer count first) and the leased ones
+-- (`lease_units` at `lease_at`, lease_entry.lua), then the expiry.
 local function SaveSlidingLog(key, st, now, now_text)
   if st.trim_horizon >= 0 then
     Call('ZREMRANGEBYSCORE', key, '0', Format('%d', st.trim_horizon))
   end
-  -- m: the entries already at `now`, which the new names follow.
-  local m = 0
-  local newest = now
-  if SlidingLogFuture(st, now_text) > 0 then
-    m = Call('ZCOUNT', key, now_text, now_text)
-    newest = SlidingLogNewest(st)
-    if newest < now then
-      newest = now
+  local newest = nil
+  if st.pending > 0 then
+    -- m: the entries already at `now`, which the new names follow.
+    local m = 0
+    newest = now
+    if SlidingLogFuture(st, now_text) > 0 then
+      m = Call('ZCOUNT', key, now_text, now_text)
+      newest = SlidingLogNewest(st)
+      if newest < now then
+        newest = now
+      end
+    end
+    -- AddSlidingLogEntries(key, now_text, m, st.pending), inline: this is every admission's path,
+    -- where a call costs Redis about as much as a command.
+    if m == 0 and st.pending == 1 then
+      -- The usual admission: one unit, the first at `now`.
+      Call('ZADD', key, now_text, now_text)
+    else
+      local args = {}
+      local n = 0
+      for i = m + 1, m + st.pending do
+        args[n + 1] = now_text
+        if i == 1 then
+          args[n + 2] = now_text
+        else
+          args[n + 2] = now_text .. ':' .. i
+        end
+        n = n + 2
+        if n >= 2 * kZaddChunk or i == m + st.pending then
+          Call('ZADD', key, unpack(args, 1, n))
+          n = 0
+        end
+      end
     end
   end
-  if m == 0 and st.pending == 1 then
-    -- The usual admission: one unit, the first at `now`.
-    Call('ZADD', key, now_text, now_text)
-  else
-    local args = {}
-    local n = 0
-    for i = m + 1, m + st.pending do
-      args[n + 1] = now_text
-      if i == 1 then
-        args[n + 2] = now_text
-      else
-        args[n + 2] = now_text .. ':' .. i
-      end
-      n = n + 2
-      if n >= 2 * kZaddChunk or i == m + st.pending then
-        Call('ZADD', key, unpack(args, 1, n))
-        n = 0
-      end
+  if st.lease_units ~= nil then
+    -- A lease's entries, at its end (after `now`): named after those already at that time.
+    local at_text = Format('%d', st.lease_at)
+    AddSlidingLogEntries(key, at_text, Call('ZCOUNT', key, at_text, at_text), st.lease_units)
+    local top = st.lease_at
+    if SlidingLogFuture(st, now_text) > 0 and SlidingLogNewest(st) > top then
+      top = SlidingLogNewest(st)
+    end
+    if newest == nil or newest < top then
+      newest = top
     end
   end
   -- Expiry: the newest entry plus the period (the longest of this script's admissions, when

@@ -1,31 +1,43 @@
--- token_bucket.lua: docs/algorithms.md, "token_bucket".
+-- token_bucket.lua: docs/algorithms.md, "token_bucket" and "The lease record".
 -- State: '<I8I8' = the deficit (tokens missing from a full bucket, scaled by the period in us)
--- and when it was true (us); no key = (0, 0), a full bucket. An earlier version wrote 'd:u' in
--- decimal, which is still read.
+-- and when it was true (us), then the lease record when leases were granted on the key
+-- (lease_record.lua); no key = (0, 0), a full bucket. An earlier version wrote 'd:u' in decimal,
+-- which is still read.
 
 local kTokenBucketState = '<I8I8'
 local kTokenBucketStateBytes = 16
 
+-- Returns deficit, updated and the lease record (nil for none).
 local function LoadTokenBucket(key, key_index)
   local v = Call('GET', key)
   if not v then
-    return 0, 0
+    return 0, 0, nil
   end
   if #v == kTokenBucketStateBytes then
     local d, u = Unpack(kTokenBucketState, v)
     if d > kMaxTimeUs or u > kMaxTimeUs then
       FailState(key_index, 'stored state')
     end
-    return d, u
+    return d, u, nil
   end
   local d, u = Match(v, '^(%d+):(%d+)$')
-  return StateInt(d, key_index), StateInt(u, key_index)
+  if d == nil and #v > kTokenBucketStateBytes then
+    -- A record follows: its first entry's ends_us (< 2^53) has a high byte below ' ', so a
+    -- binary state never matches the decimal form.
+    d, u = Unpack(kTokenBucketState, v)
+    if d > kMaxTimeUs or u > kMaxTimeUs then
+      FailState(key_index, 'stored state')
+    end
+    return d, u, LeaseRecord().Parse(v, kTokenBucketStateBytes, key_index)
+  end
+  return StateInt(d, key_index), StateInt(u, key_index), nil
 end
 
--- Decides `cost` at `now` against (deficit, updated). Returns allowed (1|0), remaining,
--- reset_after, retry_after and the state after the decision, which differs from the one passed in
--- only when the request was admitted with cost > 0.
-local function DecideTokenBucket(rate, burst, period, deficit, updated, now, cost)
+-- Decides `cost` at `now` against (deficit, updated) and the lease record `leases` (nil: none).
+-- Returns allowed (1|0), remaining, reset_after, retry_after and the state after the decision,
+-- which differs from the one passed in only when the request was admitted with cost > 0 (the
+-- record is then pruned at `now`, as the write will store it).
+local function DecideTokenBucket(rate, burst, period, deficit, updated, now, cost, leases)
   -- t = max(now, updated): while the clock is behind `updated` (it stepped back) the bucket does
   -- not refill, and every wait starts at t, lag after now.
   local t = now
@@ -44,35 +56,79 @@ local function DecideTokenBucket(rate, burst, period, deficit, updated, now, cos
     end
   end
   local full = burst * period -- <= 2^50 (checked with the arguments)
-  -- The deficit the decision reports on: after the admission when admitted, else the current one.
+  -- With leases: d is raised by the ended leases' floors, and the decision is made on `floored`,
+  -- at least G(now) tokens missing; waits and reset_after are measured on d, and on the running
+  -- leases' floors.
+  local floored, leases_reset, leases_retry = d, 0, 0
+  if leases ~= nil then
+    local room, running = nil, 0
+    if cost <= burst then
+      room = full - cost * period
+    end
+    d, running, leases_reset, leases_retry =
+      LeaseRecord().BucketFloors(rate, burst, period, d, updated, t, now, leases, room)
+    floored = d
+    if running * period > floored then
+      floored = running * period
+    end
+  end
+  -- The deficit `remaining` is computed on, and the one reset_after is (the stored one).
+  local at, stored = floored, d
   local allowed, retry_after = 0, -1
   if cost <= burst then
-    local needed = d + cost * period
+    local needed = floored + cost * period
     -- A peek is always allowed, even when a state written under a smaller burst is over it.
     if cost == 0 or needed <= full then
       allowed, retry_after = 1, 0
-      d = needed
+      at = needed
       if cost > 0 then
-        deficit, updated = needed, t
+        deficit, updated, stored = needed, t, needed
+        if leases ~= nil then
+          leases = LeaseRecord().Prune(leases, now)
+        end
       end
     else
-      retry_after = lag + CeilDiv(needed - full, rate)
+      -- The later of the wait for the refill alone and the waits for the running leases'
+      -- floors to come down.
+      retry_after = leases_retry
+      if d + cost * period > full then
+        local wait = lag + CeilDiv(d + cost * period - full, rate)
+        if wait > retry_after then
+          retry_after = wait
+        end
+      end
     end
   end
   local remaining = 0
-  if full > d then
-    remaining = IDiv(full - d, period)
+  if full > at then
+    remaining = IDiv(full - at, period)
   end
-  -- Time until the bucket is full again.
+  -- Time until the bucket is full again and every lease's floor has refilled.
   local reset_after = 0
-  if d > 0 then
-    reset_after = lag + CeilDiv(d, rate)
+  if stored > 0 then
+    reset_after = lag + CeilDiv(stored, rate)
   end
-  return allowed, remaining, reset_after, retry_after, deficit, updated
+  if leases_reset > reset_after then
+    reset_after = leases_reset
+  end
+  return allowed, remaining, reset_after, retry_after, deficit, updated, leases
 end
 
--- The bucket is full again ceil(deficit / rate) after `updated`: now + reset_after.
-local function SaveTokenBucket(key, deficit, updated, rate, now)
-  SetState(key, Pack(kTokenBucketState, deficit, updated),
-    CeilDiv(updated + CeilDiv(deficit, rate), 1000), now)
+-- The bucket is full again ceil(deficit / rate) after `updated`, and each running lease's floor
+-- has refilled ceil(G_k * P / rate) after its end: the latest of these, now + reset_after.
+-- REQUIRES: `leases` pruned at `now`.
+local function SaveTokenBucket(key, deficit, updated, rate, now, leases, burst, period)
+  local expiry = updated + CeilDiv(deficit, rate)
+  local value
+  if leases == nil then
+    value = Pack(kTokenBucketState, deficit, updated)
+  else
+    local R = LeaseRecord()
+    local _, _, reset = R.BucketFloors(rate, burst, period, 0, updated, updated, now, leases, nil)
+    if now + reset > expiry then
+      expiry = now + reset
+    end
+    value = R.Pack(deficit, updated, leases)
+  end
+  SetState(key, value, CeilDiv(expiry, 1000), now)
 end

@@ -101,6 +101,68 @@ inline int64_t RandomCost(int64_t capacity, std::mt19937_64& rng) {
   return 1;
 }
 
+// Decides `cost` at `now` on `state` and checks the invariants above on that one decision, with
+// probes on copies of the state. Used per step by CheckInvariantsOnRandomSequences() and by the
+// lease tests (whose states carry lease records).
+template <typename State, typename Decide>
+void CheckOneDecision(Algorithm algorithm, const Limit& limit, State& state, int64_t now,
+                      int64_t cost, Decide decide, std::mt19937_64& rng) {
+  const int64_t capacity = limit.Capacity();
+  const State before = state;
+  const Decision d = decide(limit, state, now, cost);
+  const int64_t reset_after = d.reset_after.count();
+  const int64_t retry_after = d.retry_after.count();
+
+  ASSERT_EQ(d.limit, capacity);
+  ASSERT_GE(d.remaining, 0);
+  ASSERT_LE(d.remaining, capacity);
+  ASSERT_GE(reset_after, 0);
+  ASSERT_FALSE(d.from_fallback);
+  if (cost == 0) {
+    ASSERT_TRUE(d.allowed);
+  }
+  if (cost > capacity) {
+    ASSERT_FALSE(d.allowed);
+    ASSERT_EQ(d.retry_after, Decision::kNever);
+  } else if (d.allowed) {
+    ASSERT_EQ(retry_after, 0);
+  } else {
+    ASSERT_GE(retry_after, 1);
+    ASSERT_LE(retry_after, reset_after);
+  }
+  if (!d.allowed || cost == 0) {
+    ASSERT_TRUE(state == before) << "state changed";
+  }
+
+  // remaining: exactly that many cost-1 requests pass right after this decision.
+  {
+    State probe = state;
+    for (int64_t i = 0; i < d.remaining; ++i) {
+      ASSERT_TRUE(decide(limit, probe, now, 1).allowed) << "request " << i << " of remaining";
+    }
+    ASSERT_FALSE(decide(limit, probe, now, 1).allowed) << "one beyond remaining";
+  }
+  // retry_after: waiting exactly that long admits the same request, 1 us less does not.
+  if (!d.allowed && cost <= capacity) {
+    State at_retry = state;
+    ASSERT_TRUE(decide(limit, at_retry, now + retry_after, cost).allowed);
+    State just_before = state;
+    ASSERT_FALSE(decide(limit, just_before, now + retry_after - 1, cost).allowed);
+  }
+  // reset_after: from then on the state is equivalent to no state.
+  {
+    const int64_t cost_then = std::uniform_int_distribution<int64_t>(0, capacity)(rng);
+    State at_reset = state;
+    State fresh;
+    ASSERT_EQ(decide(limit, at_reset, now + reset_after, cost_then),
+              decide(limit, fresh, now + reset_after, cost_then));
+    if (algorithm != Algorithm::kFixedWindow && reset_after > 0) {
+      State just_before = state;
+      ASSERT_LT(decide(limit, just_before, now + reset_after - 1, 0).remaining, capacity);
+    }
+  }
+}
+
 // Checks the invariants above on `runs` random limits of `algorithm`, `steps` decisions each.
 template <typename State>
 void CheckInvariantsOnRandomSequences(Algorithm algorithm, DecideFn<State> decide, uint64_t seed,
@@ -118,59 +180,8 @@ void CheckInvariantsOnRandomSequences(Algorithm algorithm, DecideFn<State> decid
       const int64_t cost = RandomCost(capacity, rng);
       SCOPED_TRACE(absl::StrCat(Describe(limit), " run ", run, " step ", step, ": now = T0 + ",
                                 now - kT0, "us, cost ", cost));
-      const State before = state;
-      const Decision d = decide(limit, state, now, cost);
-      const int64_t reset_after = d.reset_after.count();
-      const int64_t retry_after = d.retry_after.count();
-
-      ASSERT_EQ(d.limit, capacity);
-      ASSERT_GE(d.remaining, 0);
-      ASSERT_LE(d.remaining, capacity);
-      ASSERT_GE(reset_after, 0);
-      ASSERT_FALSE(d.from_fallback);
-      if (cost == 0) {
-        ASSERT_TRUE(d.allowed);
-      }
-      if (cost > capacity) {
-        ASSERT_FALSE(d.allowed);
-        ASSERT_EQ(d.retry_after, Decision::kNever);
-      } else if (d.allowed) {
-        ASSERT_EQ(retry_after, 0);
-      } else {
-        ASSERT_GE(retry_after, 1);
-        ASSERT_LE(retry_after, reset_after);
-      }
-      if (!d.allowed || cost == 0) {
-        ASSERT_TRUE(state == before) << "state changed";
-      }
-
-      // remaining: exactly that many cost-1 requests pass right after this decision.
-      {
-        State probe = state;
-        for (int64_t i = 0; i < d.remaining; ++i) {
-          ASSERT_TRUE(decide(limit, probe, now, 1).allowed) << "request " << i << " of remaining";
-        }
-        ASSERT_FALSE(decide(limit, probe, now, 1).allowed) << "one beyond remaining";
-      }
-      // retry_after: waiting exactly that long admits the same request, 1 us less does not.
-      if (!d.allowed && cost <= capacity) {
-        State at_retry = state;
-        ASSERT_TRUE(decide(limit, at_retry, now + retry_after, cost).allowed);
-        State just_before = state;
-        ASSERT_FALSE(decide(limit, just_before, now + retry_after - 1, cost).allowed);
-      }
-      // reset_after: from then on the state is equivalent to no state.
-      {
-        const int64_t cost_then = std::uniform_int_distribution<int64_t>(0, capacity)(rng);
-        State at_reset = state;
-        State fresh;
-        ASSERT_EQ(decide(limit, at_reset, now + reset_after, cost_then),
-                  decide(limit, fresh, now + reset_after, cost_then));
-        if (algorithm != Algorithm::kFixedWindow && reset_after > 0) {
-          State just_before = state;
-          ASSERT_LT(decide(limit, just_before, now + reset_after - 1, 0).remaining, capacity);
-        }
-      }
+      CheckOneDecision(algorithm, limit, state, now, cost, decide, rng);
+      if (::testing::Test::HasFatalFailure()) return;
     }
   }
 }

@@ -1,4 +1,5 @@
-// Replays tests/vectors/*.json (worked examples of docs/algorithms.md) through the C++ algorithms.
+// Replays tests/vectors/*.json (worked examples of docs/algorithms.md) through the C++ algorithms,
+// and tests/vectors/lease/*.json through their leases (src/algorithm/lease.h).
 // tests/store/redis/lua_vectors_test.cc replays the same files through the Lua scripts.
 #include <chrono>
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "sluice/limit.h"
 
 #include "src/algorithm/algorithm.h"
+#include "src/algorithm/lease.h"
 #include "tests/algorithm/algorithm_testing.h"
 #include "tests/testing/test_vectors.h"
 
@@ -28,6 +30,8 @@ namespace sluice::algorithm {
 namespace {
 
 using ::sluice::testing::LoadAllVectors;
+using ::sluice::testing::LoadLeaseVectors;
+using ::sluice::testing::LoadLeaseVectorsFromDirectory;
 using ::sluice::testing::LoadVectorsFromDirectory;
 using ::sluice::testing::VectorCase;
 using ::sluice::testing::VectorStep;
@@ -59,6 +63,58 @@ std::vector<Decision> ReplayCase(const VectorCase& c) {
       break;
     case Algorithm::kGcra:
       run(GcraState{}, &DecideGcra);
+      break;
+  }
+  return out;
+}
+
+// What one step of a lease vector gave: the decision (checks), the grant (leasing checks) and the
+// units given back (refunds).
+struct LeaseStepResult {
+  Decision decision;
+  int64_t granted = 0;
+  int64_t ends_us = 0;
+  int64_t refunded = 0;
+};
+
+// Runs every step of the lease vector `c` against one state of its algorithm.
+std::vector<LeaseStepResult> ReplayLeaseCase(const VectorCase& c) {
+  std::vector<LeaseStepResult> out;
+  const auto run = [&](auto state, auto decide, auto lease, auto refund) {
+    for (const VectorStep& step : c.steps) {
+      LeaseStepResult r;
+      if (step.refund.has_value()) {
+        r.refunded =
+            refund(c.limit, state, step.now_us,
+                   GrantedLease{.ends_us = step.refund->ends_us, .granted = step.refund->granted},
+                   step.refund->unspent);
+      } else if (step.lease.has_value()) {
+        const LeaseDecision d =
+            lease(c.limit, state, step.now_us, step.cost, step.lease->want, step.lease->ttl_us);
+        r.decision = d.decision;
+        r.granted = d.granted;
+        r.ends_us = d.ends_us;
+      } else {
+        r.decision = decide(c.limit, state, step.now_us, step.cost);
+      }
+      out.push_back(r);
+    }
+  };
+  switch (c.limit.algorithm) {
+    case Algorithm::kFixedWindow:
+      run(FixedWindowState{}, &DecideFixedWindow, &LeaseFixedWindow, &RefundFixedWindow);
+      break;
+    case Algorithm::kSlidingWindow:
+      run(SlidingWindowState{}, &DecideSlidingWindow, &LeaseSlidingWindow, &RefundSlidingWindow);
+      break;
+    case Algorithm::kSlidingLog:
+      run(SlidingLogState{}, &DecideSlidingLog, &LeaseSlidingLog, &RefundSlidingLog);
+      break;
+    case Algorithm::kTokenBucket:
+      run(TokenBucketState{}, &DecideTokenBucket, &LeaseTokenBucket, &RefundTokenBucket);
+      break;
+    case Algorithm::kGcra:
+      run(GcraState{}, &DecideGcra, &LeaseGcra, &RefundGcra);
       break;
   }
   return out;
@@ -96,6 +152,71 @@ TEST(Vectors, ExpectationsAreWellFormed) {
       } else {
         EXPECT_GE(d.retry_after.count(), 1);
         EXPECT_LE(d.retry_after, d.reset_after);
+      }
+    }
+  }
+}
+
+TEST(LeaseVectors, CoverEveryAlgorithmWithGrantsAndRefunds) {
+  std::map<Algorithm, int> grants;
+  std::map<Algorithm, int> refunds;
+  for (const VectorCase& c : LoadLeaseVectors()) {
+    for (const VectorStep& step : c.steps) {
+      if (step.lease.has_value() && step.lease->granted > 0) ++grants[c.limit.algorithm];
+      if (step.refund.has_value() && step.refund->refunded > 0) ++refunds[c.limit.algorithm];
+    }
+  }
+  for (int i = 0; i < kAlgorithmCount; ++i) {
+    const auto algorithm = static_cast<Algorithm>(i);
+    EXPECT_GE(grants[algorithm], 3) << AlgorithmName(algorithm);
+    EXPECT_GE(refunds[algorithm], 2) << AlgorithmName(algorithm);
+  }
+}
+
+// As ExpectationsAreWellFormed, for the lease vectors: a grant only to an admitted check, at most
+// half of what remained (remaining = R - granted), and ends_us only with a grant.
+TEST(LeaseVectors, ExpectationsAreWellFormed) {
+  for (const VectorCase& c : LoadLeaseVectors()) {
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      SCOPED_TRACE(absl::StrCat(c.name, " step ", i));
+      const VectorStep& step = c.steps[i];
+      if (step.refund.has_value()) {
+        EXPECT_LE(step.refund->refunded, step.refund->unspent);
+        continue;
+      }
+      EXPECT_GE(step.expect.remaining, 0);
+      EXPECT_LE(step.expect.remaining, c.limit.Capacity());
+      if (!step.lease.has_value()) continue;
+      const int64_t granted = step.lease->granted;
+      if (granted == 0) {
+        EXPECT_EQ(step.lease->ends_us, 0);
+        continue;
+      }
+      EXPECT_TRUE(step.expect.allowed);
+      EXPECT_LE(granted, step.lease->want);
+      EXPECT_LE(2 * granted, step.expect.remaining + granted);
+      EXPECT_GT(step.lease->ends_us, step.now_us);
+    }
+  }
+}
+
+TEST(LeaseVectors, ReplayThroughTheCppReference) {
+  const std::vector<VectorCase> cases = LoadLeaseVectors();
+  ASSERT_FALSE(cases.empty());
+  for (const VectorCase& c : cases) {
+    const std::vector<LeaseStepResult> got = ReplayLeaseCase(c);
+    ASSERT_EQ(got.size(), c.steps.size());
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      SCOPED_TRACE(absl::StrCat(c.name, " step ", i, " (now_us ", c.steps[i].now_us, ")"));
+      const VectorStep& step = c.steps[i];
+      if (step.refund.has_value()) {
+        EXPECT_EQ(got[i].refunded, step.refund->refunded);
+        continue;
+      }
+      EXPECT_EQ(got[i].decision, step.expect);
+      if (step.lease.has_value()) {
+        EXPECT_EQ(got[i].granted, step.lease->granted);
+        EXPECT_EQ(got[i].ends_us, step.lease->ends_us);
       }
     }
   }
@@ -183,6 +304,33 @@ TEST_F(VectorLoaderTest, RejectsDuplicateCaseNames) {
       R"({"name": "one", "limit": {"limit": 1, "period_ms": 1000}, "steps": [)", kValidStep, "]}");
   Write("a.json", absl::StrCat(R"({"algorithm": "gcra", "cases": [)", one, ",", one, "]}"));
   EXPECT_THAT(MessageOf(LoadVectorsFromDirectory(dir_).status()), HasSubstr("duplicate"));
+}
+
+TEST_F(VectorLoaderTest, LeaseStepsOnlyInLeaseFiles) {
+  const std::string file = absl::StrCat(R"({"algorithm": "gcra", "cases": [{"name": "one",
+      "limit": {"limit": 1, "period_ms": 1000}, "steps": [
+      {"now_us": 1, "cost": 0, "want": 1, "ttl_us": 1000, "allowed": true, "remaining": 0,
+       "reset_after_us": 0, "retry_after_us": 0, "granted": 0, "ends_us": 0},
+      {"now_us": 2, "refund": {"ends_us": 5, "granted": 2, "unspent": 1}, "refunded": 1}]}]})");
+  Write("a.json", file);
+  EXPECT_THAT(MessageOf(LoadVectorsFromDirectory(dir_).status()), HasSubstr("want"));
+  const auto cases = LoadLeaseVectorsFromDirectory(dir_);
+  ASSERT_TRUE(cases.ok()) << cases.status();
+  ASSERT_EQ(cases->size(), 1u);
+  EXPECT_EQ((*cases)[0].name, "lease/gcra/one");
+  ASSERT_EQ((*cases)[0].steps.size(), 2u);
+  ASSERT_TRUE((*cases)[0].steps[0].lease.has_value());
+  EXPECT_EQ((*cases)[0].steps[0].lease->ttl_us, 1000);
+  ASSERT_TRUE((*cases)[0].steps[1].refund.has_value());
+  EXPECT_EQ((*cases)[0].steps[1].refund->unspent, 1);
+}
+
+TEST_F(VectorLoaderTest, RejectsAGrantWithoutAWant) {
+  Write("a.json", R"({"algorithm": "gcra", "cases": [{"name": "one",
+      "limit": {"limit": 1, "period_ms": 1000}, "steps": [{"now_us": 1, "cost": 0,
+      "allowed": true, "remaining": 0, "reset_after_us": 0, "retry_after_us": 0,
+      "granted": 0}]}]})");
+  EXPECT_THAT(MessageOf(LoadLeaseVectorsFromDirectory(dir_).status()), HasSubstr("want"));
 }
 
 TEST_F(VectorLoaderTest, MissingDirectoryIsNotFound) {

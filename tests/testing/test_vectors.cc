@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -140,11 +141,42 @@ absl::StatusOr<Limit> ParseLimit(Algorithm algorithm, const json::value& v, cons
   return limit;
 }
 
-absl::StatusOr<VectorStep> ParseStep(const Limit& limit, const json::value& v, const Path& path) {
-  SLUICE_ASSIGN_OR_RETURN(const json::object* object,
-                          AsObject(v, path,
-                                   {"now_us", "cost", "allowed", "remaining", "reset_after_us",
-                                    "retry_after_us", "note"}));
+// A refund step of a lease file.
+absl::StatusOr<VectorStep> ParseRefundStep(const json::object& object, const Path& path) {
+  VectorStep step{};
+  SLUICE_ASSIGN_OR_RETURN(step.now_us, IntMember(object, "now_us", path));
+  SLUICE_ASSIGN_OR_RETURN(const json::value* v, Member(object, "refund", path));
+  const Path refund_path = path.Field("refund");
+  SLUICE_ASSIGN_OR_RETURN(const json::object* refund,
+                          AsObject(*v, refund_path, {"ends_us", "granted", "unspent"}));
+  VectorRefund r{};
+  SLUICE_ASSIGN_OR_RETURN(r.ends_us, IntMember(*refund, "ends_us", refund_path));
+  SLUICE_ASSIGN_OR_RETURN(r.granted, IntMember(*refund, "granted", refund_path));
+  SLUICE_ASSIGN_OR_RETURN(r.unspent, IntMember(*refund, "unspent", refund_path));
+  SLUICE_ASSIGN_OR_RETURN(r.refunded, IntMember(object, "refunded", path));
+  if (r.granted < 1 || r.granted > kMaxCost || r.unspent < 1 || r.unspent > r.granted ||
+      r.refunded < 0 || r.refunded > r.unspent) {
+    return refund_path.Error("needs 1 <= unspent <= granted <= 2^32, 0 <= refunded <= unspent");
+  }
+  step.refund = r;
+  return step;
+}
+
+absl::StatusOr<VectorStep> ParseStep(const Limit& limit, const json::value& v, const Path& path,
+                                     bool lease_file) {
+  if (const json::object* object = v.if_object();
+      lease_file && object != nullptr && object->contains("refund")) {
+    SLUICE_RETURN_IF_ERROR(AsObject(v, path, {"now_us", "refund", "refunded", "note"}).status());
+    return ParseRefundStep(*object, path);
+  }
+  SLUICE_ASSIGN_OR_RETURN(
+      const json::object* object,
+      lease_file ? AsObject(v, path,
+                            {"now_us", "cost", "want", "ttl_us", "allowed", "remaining",
+                             "reset_after_us", "retry_after_us", "granted", "ends_us", "note"})
+                 : AsObject(v, path,
+                            {"now_us", "cost", "allowed", "remaining", "reset_after_us",
+                             "retry_after_us", "note"}));
   VectorStep step{};
   SLUICE_ASSIGN_OR_RETURN(step.now_us, IntMember(*object, "now_us", path));
   SLUICE_ASSIGN_OR_RETURN(step.cost, IntMember(*object, "cost", path));
@@ -167,10 +199,27 @@ absl::StatusOr<VectorStep> ParseStep(const Limit& limit, const json::value& v, c
   if (absl::Status s = ValidateCost(step.cost); !s.ok()) {
     return path.Error(std::string(s.message()));
   }
+  if (object->contains("want")) {
+    VectorLease lease{};
+    SLUICE_ASSIGN_OR_RETURN(lease.want, IntMember(*object, "want", path));
+    SLUICE_ASSIGN_OR_RETURN(lease.ttl_us, IntMember(*object, "ttl_us", path));
+    SLUICE_ASSIGN_OR_RETURN(lease.granted, IntMember(*object, "granted", path));
+    SLUICE_ASSIGN_OR_RETURN(lease.ends_us, IntMember(*object, "ends_us", path));
+    // What lease_all accepts.
+    if (lease.want < 0 || lease.want > kMaxCost || lease.ttl_us < 1000 ||
+        lease.ttl_us > kMaxPeriod.count() || lease.granted < 0 || lease.granted > lease.want) {
+      return path.Error("needs 0 <= granted <= want <= 2^32 and 1 ms <= ttl_us <= 366 days");
+    }
+    step.lease = lease;
+  } else if (object->contains("ttl_us") || object->contains("granted") ||
+             object->contains("ends_us")) {
+    return path.Error("ttl_us, granted and ends_us belong to a step with a want");
+  }
   return step;
 }
 
-absl::StatusOr<std::vector<VectorCase>> ParseFile(const std::filesystem::path& file) {
+absl::StatusOr<std::vector<VectorCase>> ParseFile(const std::filesystem::path& file,
+                                                  bool lease_file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(absl::StrCat(file.string(), ": cannot be read"));
@@ -201,14 +250,15 @@ absl::StatusOr<std::vector<VectorCase>> ParseFile(const std::filesystem::path& f
                             AsObject((*cases)[i], case_path, {"name", "limit", "steps"}));
     VectorCase c;
     SLUICE_ASSIGN_OR_RETURN(const std::string name, StringMember(*case_object, "name", case_path));
-    c.name = absl::StrCat(algorithm_name, "/", name);
+    c.name = absl::StrCat(lease_file ? "lease/" : "", algorithm_name, "/", name);
     SLUICE_ASSIGN_OR_RETURN(const json::value* limit, Member(*case_object, "limit", case_path));
     SLUICE_ASSIGN_OR_RETURN(c.limit, ParseLimit(*algorithm, *limit, case_path.Field("limit")));
     SLUICE_ASSIGN_OR_RETURN(const json::array* steps,
                             ArrayMember(*case_object, "steps", case_path));
     for (size_t j = 0; j < steps->size(); ++j) {
-      SLUICE_ASSIGN_OR_RETURN(VectorStep step,
-                              ParseStep(c.limit, (*steps)[j], case_path.Field("steps").Index(j)));
+      SLUICE_ASSIGN_OR_RETURN(
+          VectorStep step,
+          ParseStep(c.limit, (*steps)[j], case_path.Field("steps").Index(j), lease_file));
       c.steps.push_back(step);
     }
     out.push_back(std::move(c));
@@ -216,9 +266,8 @@ absl::StatusOr<std::vector<VectorCase>> ParseFile(const std::filesystem::path& f
   return out;
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<VectorCase>> LoadVectorsFromDirectory(const std::filesystem::path& dir) {
+absl::StatusOr<std::vector<VectorCase>> LoadDirectory(const std::filesystem::path& dir,
+                                                      bool lease_files) {
   std::error_code ec;
   std::vector<std::filesystem::path> files;
   for (auto it = std::filesystem::directory_iterator(dir, ec);
@@ -239,7 +288,7 @@ absl::StatusOr<std::vector<VectorCase>> LoadVectorsFromDirectory(const std::file
   std::vector<VectorCase> all;
   std::set<std::string> names;
   for (const std::filesystem::path& file : files) {
-    SLUICE_ASSIGN_OR_RETURN(std::vector<VectorCase> cases, ParseFile(file));
+    SLUICE_ASSIGN_OR_RETURN(std::vector<VectorCase> cases, ParseFile(file, lease_files));
     for (VectorCase& c : cases) {
       if (!names.insert(c.name).second) {
         return absl::InvalidArgumentError(
@@ -251,21 +300,42 @@ absl::StatusOr<std::vector<VectorCase>> LoadVectorsFromDirectory(const std::file
   return all;
 }
 
-std::vector<VectorCase> LoadAllVectors() {
+// Loads tests/vectors/<subdirectory> under SLUICE_SOURCE_DIR, or aborts (LoadAllVectors()).
+std::vector<VectorCase> LoadOrAbort(const char* caller, const char* subdirectory,
+                                    bool lease_files) {
   const char* source_dir = std::getenv("SLUICE_SOURCE_DIR");
   absl::StatusOr<std::vector<VectorCase>> vectors =
       source_dir == nullptr
           ? absl::FailedPreconditionError(
                 "SLUICE_SOURCE_DIR is not set (ctest sets it; when running a test binary by hand, "
                 "set it to the source tree)")
-          : LoadVectorsFromDirectory(std::filesystem::path(source_dir) / "tests" / "vectors");
+          : LoadDirectory(std::filesystem::path(source_dir) / "tests" / subdirectory, lease_files);
   if (!vectors.ok()) {
     // No test can run on a broken fixture, and a Status cannot be reported from static
     // initialisation (where parameterized tests are registered), so fail loudly here.
-    std::cerr << "sluice::testing::LoadAllVectors: " << vectors.status() << std::endl;
+    std::cerr << "sluice::testing::" << caller << ": " << vectors.status() << std::endl;
     std::abort();
   }
   return *std::move(vectors);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<VectorCase>> LoadVectorsFromDirectory(const std::filesystem::path& dir) {
+  return LoadDirectory(dir, /*lease_files=*/false);
+}
+
+absl::StatusOr<std::vector<VectorCase>> LoadLeaseVectorsFromDirectory(
+    const std::filesystem::path& dir) {
+  return LoadDirectory(dir, /*lease_files=*/true);
+}
+
+std::vector<VectorCase> LoadAllVectors() {
+  return LoadOrAbort("LoadAllVectors", "vectors", /*lease_files=*/false);
+}
+
+std::vector<VectorCase> LoadLeaseVectors() {
+  return LoadOrAbort("LoadLeaseVectors", "vectors/lease", /*lease_files=*/true);
 }
 
 }  // namespace sluice::testing

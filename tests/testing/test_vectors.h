@@ -11,6 +11,15 @@
 // Each case starts from no state; its steps apply in order to one key. `now_us` is absolute epoch
 // microseconds (windows align to epoch multiples of the period).
 //
+// Lease vectors (tests/vectors/lease/*.json, docs/algorithms.md "Leases") have the same format,
+// and their steps may also be
+//   a leasing check: a check step with "want", "ttl_us" and the expected "granted" and "ends_us"
+//     (the decision is then the one after the grant);
+//   a refund: {"now_us": ..., "refund": {"ends_us": ..., "granted": ..., "unspent": ...},
+//              "refunded": <units the store gives back>, "note": ...}.
+// A check step without "want" is an exact check (which, on a state with a lease record, applies
+// its floors). Lease steps are refused in the main files, which every store replays as checks.
+//
 // Example:
 //   for (const VectorCase& c : LoadAllVectors()) {
 //     SCOPED_TRACE(c.name);
@@ -23,6 +32,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,11 +43,32 @@
 
 namespace sluice::testing {
 
+// A leasing check's want and its expected grant.
+struct VectorLease {
+  int64_t want;
+  int64_t ttl_us;
+  int64_t granted;
+  int64_t ends_us;
+};
+
+// A refund: the lease as the store records it, the units given back, and how many the store
+// reports it gave back.
+struct VectorRefund {
+  int64_t ends_us;
+  int64_t granted;
+  int64_t unspent;
+  int64_t refunded;
+};
+
 struct VectorStep {
   int64_t now_us;
   int64_t cost;
   // The expected decision; `expect.limit` is the limit's capacity and `from_fallback` is false.
   Decision expect;
+  // Set for a leasing check (lease files only).
+  std::optional<VectorLease> lease{};
+  // Set for a refund, which is not a check: `cost` and `expect` are unused (lease files only).
+  std::optional<VectorRefund> refund{};
 };
 
 struct VectorCase {
@@ -61,6 +92,18 @@ std::vector<VectorCase> LoadAllVectors();
 // not exist or holds no such file and InvalidArgument (naming the file and the offending field) for
 // a malformed file, instead of aborting.
 absl::StatusOr<std::vector<VectorCase>> LoadVectorsFromDirectory(const std::filesystem::path& dir);
+
+// LoadLeaseVectors()
+//
+// As LoadAllVectors() for the lease vectors, tests/vectors/lease/*.json; case names are
+// "lease/<algorithm>/<case name>".
+std::vector<VectorCase> LoadLeaseVectors();
+
+// LoadLeaseVectorsFromDirectory()
+//
+// As LoadVectorsFromDirectory(), for lease vector files.
+absl::StatusOr<std::vector<VectorCase>> LoadLeaseVectorsFromDirectory(
+    const std::filesystem::path& dir);
 
 }  // namespace sluice::testing
 

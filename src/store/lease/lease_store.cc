@@ -306,6 +306,14 @@ void LeaseStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCallbac
       pending->checks, pending->wants,
       [this, pending, done = std::move(done)](absl::StatusOr<LeasedDecision> answer) mutable {
         Apply(pending->checks, pending->wants, pending->sent, answer);
+        if (absl::IsInvalidArgument(answer.status()) && pending->checks.size() > 1) {
+          // The checks were valid, so the source refused to lease them together: keys in
+          // several Redis Cluster slots. They are decided as the store decides such checks
+          // (refused or split, as its cross_slot says), with no lease.
+          exact_calls_.fetch_add(1, std::memory_order_relaxed);
+          DecideOn(inner(), pending->checks, std::move(done));
+          return;
+        }
         if (!answer.ok()) {
           std::move(done)(std::move(answer).status());
           return;

@@ -22,10 +22,16 @@ extern const std::string_view kCheckSlidingLogLua;
 extern const std::string_view kCheckTokenBucketLua;
 extern const std::string_view kCheckGcraLua;
 extern const std::string_view kCheckAllLua;
+extern const std::string_view kLeaseAllLua;
+extern const std::string_view kLeaseRefundLua;
 extern const std::string_view kLibraryLua;
 }  // namespace internal
 
 namespace {
+
+// 2^53 - 1: the largest integer the scripts hold exactly, and so the bound of every time they
+// store (common.lua, kMaxTimeUs).
+constexpr int64_t kMaxExactInteger = (int64_t{1} << 53) - 1;
 
 // Appends `value` as `bytes` little-endian bytes.
 void AppendLittleEndian(uint64_t value, int bytes, std::string& out) {
@@ -99,6 +105,61 @@ void AppendCheckArguments(const Limit& limit, int64_t cost, std::vector<std::str
                           static_cast<uint64_t>(limit.Capacity()), static_cast<uint64_t>(cost)));
 }
 
+std::string EncodeWantArgument(uint64_t units, uint64_t ttl_us) {
+  // lease_entry.lua, kWantFormat '<I8I8'.
+  std::string want;
+  want.reserve(kWantArgumentBytes);
+  AppendLittleEndian(units, 8, want);
+  AppendLittleEndian(ttl_us, 8, want);
+  return want;
+}
+
+void AppendWantArgument(const internal::LeaseWant& want, std::vector<std::string>& argv) {
+  argv.push_back(EncodeWantArgument(static_cast<uint64_t>(want.units),
+                                    static_cast<uint64_t>(want.ttl.count())));
+}
+
+absl::Status ValidateLeaseWant(const internal::LeaseWant& want) {
+  if (want.units < 0 || want.units > kMaxCost) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lease want: units must be in [0, 2^32], got ", want.units));
+  }
+  if (want.ttl < std::chrono::milliseconds(1) || want.ttl > kMaxPeriod) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lease want: ttl must be in [1 ms, 366 days], got ", want.ttl.count(), "us"));
+  }
+  return absl::OkStatus();
+}
+
+std::string EncodeRefundArgument(uint64_t ends_us, uint64_t granted, uint64_t unspent) {
+  // lease_entry.lua, kRefundFormat '<I8I8I8'.
+  std::string refund;
+  refund.reserve(kRefundArgumentBytes);
+  AppendLittleEndian(ends_us, 8, refund);
+  AppendLittleEndian(granted, 8, refund);
+  AppendLittleEndian(unspent, 8, refund);
+  return refund;
+}
+
+void AppendRefundArgument(const internal::LeaseRefund& refund, std::vector<std::string>& argv) {
+  argv.push_back(EncodeRefundArgument(static_cast<uint64_t>(refund.grant.ends_us),
+                                      static_cast<uint64_t>(refund.grant.granted),
+                                      static_cast<uint64_t>(refund.unspent)));
+}
+
+absl::Status ValidateLeaseRefund(const internal::LeaseRefund& refund) {
+  if (absl::Status s = ValidateCheck(refund.check.key, refund.check.limit, 0); !s.ok()) return s;
+  const internal::LeaseGrant& grant = refund.grant;
+  if (grant.ends_us < 0 || grant.ends_us > kMaxExactInteger || grant.granted < 1 ||
+      grant.granted > kMaxCost || refund.unspent < 1 || refund.unspent > grant.granted) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "lease refund: needs 0 <= ends_us < 2^53, 1 <= granted <= 2^32 and 1 <= unspent <= "
+        "granted, got ends_us ",
+        grant.ends_us, ", granted ", grant.granted, ", unspent ", refund.unspent));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Decision> ParseCheckReply(const RedisReply& reply) {
   absl::StatusOr<std::string_view> packed = PackedReply(reply, kIntegersPerDecision, "check");
   if (!packed.ok()) return packed.status();
@@ -127,6 +188,63 @@ absl::StatusOr<MultiDecision> ParseCheckAllReply(const RedisReply& reply, size_t
     return absl::InternalError("redis check_all: all_allowed disagrees with the decisions");
   }
   return multi;
+}
+
+absl::StatusOr<internal::LeasedDecision> ParseLeaseAllReply(const RedisReply& reply,
+                                                            size_t checks) {
+  absl::StatusOr<std::string_view> packed =
+      PackedReply(reply, 2 + kIntegersPerLeasedCheck * checks, "lease_all");
+  if (!packed.ok()) return packed.status();
+  const int64_t all_allowed = PackedInteger(*packed, 0);
+  const int64_t now_us = PackedInteger(*packed, 1);
+  if ((all_allowed != 0 && all_allowed != 1) || now_us < 0 || now_us > kMaxExactInteger) {
+    return absl::InternalError(
+        absl::StrCat("redis lease_all: bad header {", all_allowed, ", ", now_us, "}"));
+  }
+  internal::LeasedDecision leased{
+      .decision = MultiDecision{.allowed = all_allowed == 1, .decisions = {}}, .grants = {}};
+  leased.decision.decisions.reserve(checks);
+  leased.grants.reserve(checks);
+  bool every_allowed = true;
+  for (size_t i = 0; i < checks; ++i) {
+    const size_t first = 2 + kIntegersPerLeasedCheck * i;
+    absl::StatusOr<Decision> d = ParseDecision(*packed, first, "lease_all");
+    if (!d.ok()) return d.status();
+    const int64_t granted = PackedInteger(*packed, first + 5);
+    const int64_t ends_us = PackedInteger(*packed, first + 6);
+    // A grant only to an admitted check of an allowed call, and a lease that ends after now.
+    const bool valid = granted == 0 ? ends_us == 0
+                                    : granted > 0 && granted <= kMaxCost && all_allowed == 1 &&
+                                          ends_us > now_us && ends_us <= kMaxExactInteger;
+    if (!valid) {
+      return absl::InternalError(absl::StrCat("redis lease_all: grant out of bounds: {", granted,
+                                              ", ", ends_us, "} at ", now_us));
+    }
+    every_allowed = every_allowed && d->allowed;
+    leased.decision.decisions.push_back(*d);
+    leased.grants.push_back(
+        internal::LeaseGrant{.granted = granted, .now_us = now_us, .ends_us = ends_us});
+  }
+  if (leased.decision.allowed != every_allowed) {
+    return absl::InternalError("redis lease_all: all_allowed disagrees with the decisions");
+  }
+  return leased;
+}
+
+absl::StatusOr<LeaseRefundReply> ParseLeaseRefundReply(const RedisReply& reply, size_t refunds) {
+  absl::StatusOr<std::string_view> packed = PackedReply(reply, 1 + refunds, "lease_refund");
+  if (!packed.ok()) return packed.status();
+  LeaseRefundReply out{.now_us = PackedInteger(*packed, 0), .given = {}};
+  out.given.reserve(refunds);
+  for (size_t i = 0; i < refunds; ++i) {
+    const int64_t given = PackedInteger(*packed, 1 + i);
+    if (given < 0 || given > kMaxCost) {
+      return absl::InternalError(
+          absl::StrCat("redis lease_refund: units given back out of bounds: ", given));
+    }
+    out.given.push_back(given);
+  }
+  return out;
 }
 
 std::string Sha1Hex(std::string_view bytes) {
@@ -197,11 +315,28 @@ const LuaScript& CheckAllScript() {
   return *script;
 }
 
+const LuaScript& LeaseAllScript() {
+  static const LuaScript* const script =
+      new LuaScript(MakeLibraryScript("lease_all", internal::kLeaseAllLua, ProductionLibrary()));
+  return *script;
+}
+
+const LuaScript& LeaseRefundScript() {
+  static const LuaScript* const script = new LuaScript(
+      MakeLibraryScript("lease_refund", internal::kLeaseRefundLua, ProductionLibrary()));
+  return *script;
+}
+
 std::span<const LuaScript* const> ProductionScripts() {
-  static const std::array<const LuaScript*, kAlgorithmCount + 1> scripts = {
-      &CheckScript(Algorithm::kFixedWindow), &CheckScript(Algorithm::kSlidingWindow),
-      &CheckScript(Algorithm::kSlidingLog),  &CheckScript(Algorithm::kTokenBucket),
-      &CheckScript(Algorithm::kGcra),        &CheckAllScript()};
+  static const std::array<const LuaScript*, kAlgorithmCount + 3> scripts = {
+      &CheckScript(Algorithm::kFixedWindow),
+      &CheckScript(Algorithm::kSlidingWindow),
+      &CheckScript(Algorithm::kSlidingLog),
+      &CheckScript(Algorithm::kTokenBucket),
+      &CheckScript(Algorithm::kGcra),
+      &CheckAllScript(),
+      &LeaseAllScript(),
+      &LeaseRefundScript()};
   return scripts;
 }
 

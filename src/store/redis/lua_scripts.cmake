@@ -2,14 +2,18 @@
 # embedded as C++ strings (sluice_embed_text). Included by src/store/redis/CMakeLists.txt.
 #
 #   library            = '#!lua name=...' + common + time + all five algorithms + parse_check +
-#                        every check_<algorithm> + check_all_entry + library_entry
+#                        every check_<algorithm> + check_all_entry + lease_entry + library_entry
 #                        (the function library, FUNCTION LOAD / FCALL, Redis >= 7)
 #   check_<algorithm>  = common + time + <algorithm> + parse_check + check_<algorithm> +
 #                        'return Check<Algorithm>(KEYS, ARGV)'
 #                        (EVALSHA scripts, one per algorithm, so a call runs only its own code)
 #   check_all          = common + time + all five algorithms + parse_check + check_all_entry +
 #                        'return CheckAll(KEYS, ARGV)'
+#   lease_all          = check_all's pieces + lease_entry + 'return LeaseAll(KEYS, ARGV)'
+#   lease_refund       = check_all's pieces + lease_entry + 'return LeaseRefund(KEYS, ARGV)'
 #   ..._for_test       likewise, with time_for_test instead of time
+# "<algorithm>" is lease_record + <algorithm> for the token bucket and GCRA, whose states carry
+# a lease record.
 # Production and test code share every piece except the time source; the ...ForTest scripts and
 # library are only in sluice_lua_for_test, which only tests link.
 set(SLUICE_LUA_DIR ${PROJECT_SOURCE_DIR}/src/lua)
@@ -54,7 +58,17 @@ foreach(entry IN LISTS SLUICE_LUA_ALGORITHMS)
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 algorithm)
   list(GET parts 1 camel)
-  list(APPEND all_algorithm_pieces ${algorithm}.lua)
+  # The algorithm's pieces in its single-check script, and what it adds to the scripts holding
+  # every algorithm: the lease record comes once, before the token bucket (gcra follows it).
+  set(single_pieces ${algorithm}.lua)
+  set(added_pieces ${algorithm}.lua)
+  if(algorithm STREQUAL "token_bucket")
+    set(single_pieces lease_record.lua ${algorithm}.lua)
+    set(added_pieces lease_record.lua ${algorithm}.lua)
+  elseif(algorithm STREQUAL "gcra")
+    set(single_pieces lease_record.lua ${algorithm}.lua)
+  endif()
+  list(APPEND all_algorithm_pieces ${added_pieces})
   list(APPEND all_check_pieces check_${algorithm}.lua)
   foreach(variant IN ITEMS production for_test)
     if(variant STREQUAL "production")
@@ -68,7 +82,7 @@ foreach(entry IN LISTS SLUICE_LUA_ALGORITHMS)
     endif()
     sluice_lua_script(check_${algorithm}${name_suffix} kCheck${camel}Lua${var_suffix} cc
                       TAIL "return Check${camel}(KEYS, ARGV)"
-                      PIECES common.lua ${time} ${algorithm}.lua parse_check.lua
+                      PIECES common.lua ${time} ${single_pieces} parse_check.lua
                              check_${algorithm}.lua)
     if(variant STREQUAL "production")
       list(APPEND SLUICE_LUA_SOURCES ${cc})
@@ -87,16 +101,34 @@ sluice_lua_script(check_all_for_test kCheckAllLuaForTest cc
                   PIECES common.lua time_for_test.lua ${all_algorithm_pieces} parse_check.lua
                          check_all_entry.lua)
 list(APPEND SLUICE_LUA_FOR_TEST_SOURCES ${cc})
+# The leasing scripts: check_all's pieces and lease_entry.
+foreach(entry IN ITEMS lease_all:LeaseAll lease_refund:LeaseRefund)
+  string(REPLACE ":" ";" parts ${entry})
+  list(GET parts 0 name)
+  list(GET parts 1 camel)
+  sluice_lua_script(${name} k${camel}Lua cc
+                    TAIL "return ${camel}(KEYS, ARGV)"
+                    PIECES common.lua time.lua ${all_algorithm_pieces} parse_check.lua
+                           check_all_entry.lua lease_entry.lua)
+  list(APPEND SLUICE_LUA_SOURCES ${cc})
+  sluice_lua_script(${name}_for_test k${camel}LuaForTest cc
+                    TAIL "return ${camel}(KEYS, ARGV)"
+                    PIECES common.lua time_for_test.lua ${all_algorithm_pieces} parse_check.lua
+                           check_all_entry.lua lease_entry.lua)
+  list(APPEND SLUICE_LUA_FOR_TEST_SOURCES ${cc})
+endforeach()
 # The function libraries; lua_scripts.cc names them and their functions after a hash of the text.
 sluice_lua_script(library kLibraryLua cc
                   HEAD "#!lua name=sluice_@VERSION@"
                   PIECES common.lua time.lua ${all_algorithm_pieces} parse_check.lua
-                         ${all_check_pieces} check_all_entry.lua library_entry.lua)
+                         ${all_check_pieces} check_all_entry.lua lease_entry.lua
+                         library_entry.lua)
 list(APPEND SLUICE_LUA_SOURCES ${cc})
 sluice_lua_script(library_for_test kLibraryLuaForTest cc
                   HEAD "#!lua name=sluice_@VERSION@"
                   PIECES common.lua time_for_test.lua ${all_algorithm_pieces} parse_check.lua
-                         ${all_check_pieces} check_all_entry.lua library_entry.lua)
+                         ${all_check_pieces} check_all_entry.lua lease_entry.lua
+                         library_entry.lua)
 list(APPEND SLUICE_LUA_FOR_TEST_SOURCES ${cc})
 
 # Test-only: the scripts that take `now` from ARGV[1]. Production targets must not link this.

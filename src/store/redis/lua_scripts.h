@@ -9,6 +9,11 @@
 //               -> decision
 //   check_all   every algorithm; KEYS = n state keys; ARGV = one check per key, in order
 //               -> all_allowed, then each decision
+//   lease_all   as check_all, with distinct keys and one want per check after the checks
+//               -> all_allowed, now_us, then each decision with its grant and the lease's end
+//   lease_refund
+//               KEYS = n state keys; ARGV = n checks, then n refunds -> now_us, units given back
+// (docs/algorithms.md, "Leases").
 // A check is one binary argument (AppendCheckArguments()), a reply one binary string of
 // little-endian 64-bit integers (5 per decision: allowed, limit, remaining, reset_after_us,
 // retry_after_us): parsing and building decimal text was most of what a call cost Redis.
@@ -31,12 +36,14 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 #include "sluice/decision.h"
 #include "sluice/limit.h"
 #include "sluice/store.h"
 
+#include "src/store/lease/lease_source.h"
 #include "src/store/redis/client/redis_reply.h"
 
 namespace sluice {
@@ -71,6 +78,12 @@ inline constexpr int kArgsPerCheck = 1;
 inline constexpr size_t kCheckArgumentBytes = 25;
 // Integers per decision in a reply.
 inline constexpr int kIntegersPerDecision = 5;
+// Bytes of one want of lease_all (lease_entry.lua, kWantBytes) and of one refund of lease_refund
+// (kRefundBytes).
+inline constexpr size_t kWantArgumentBytes = 16;
+inline constexpr size_t kRefundArgumentBytes = 24;
+// Integers per check in a lease_all reply: the decision's five, granted and ends_us.
+inline constexpr int kIntegersPerLeasedCheck = 7;
 // The error code a script answers invalid arguments with ("SLUICE_BADARG check 1: ...").
 inline constexpr std::string_view kScriptBadArgumentCode = "SLUICE_BADARG";
 
@@ -89,7 +102,8 @@ const LuaScript& CheckScript();
 
 // ProductionScripts()
 //
-// Returns every production script: the five single-check scripts, then CheckAllScript().
+// Returns every production script: the five single-check scripts, then CheckAllScript(),
+// LeaseAllScript() and LeaseRefundScript().
 std::span<const LuaScript* const> ProductionScripts();
 
 // ProductionLibrary()
@@ -101,6 +115,12 @@ const LuaLibrary& ProductionLibrary();
 //
 // Returns the all-or-nothing multi-check script, which takes `now` from Redis TIME.
 const LuaScript& CheckAllScript();
+
+// LeaseAllScript(), LeaseRefundScript()
+//
+// Return the leasing scripts, which take `now` from Redis TIME.
+const LuaScript& LeaseAllScript();
+const LuaScript& LeaseRefundScript();
 
 // MakeLuaScript()
 //
@@ -135,6 +155,40 @@ void AppendCheckArguments(const Limit& limit, int64_t cost, std::vector<std::str
 std::string EncodeCheckArgument(uint8_t algorithm, uint64_t limit, uint64_t period_us,
                                 uint64_t capacity, uint64_t cost);
 
+// AppendWantArgument()
+//
+// Appends the ARGV entry of one want of lease_all: kWantArgumentBytes, little-endian: units (u64)
+// and ttl in microseconds (u64). REQUIRES: ValidateLeaseWant(want) is OK.
+void AppendWantArgument(const internal::LeaseWant& want, std::vector<std::string>& argv);
+
+// EncodeWantArgument()
+//
+// Returns AppendWantArgument()'s argument for raw fields, unchecked (tests of the validation).
+std::string EncodeWantArgument(uint64_t units, uint64_t ttl_us);
+
+// ValidateLeaseWant()
+//
+// Returns OK when 0 <= want.units <= kMaxCost and 1 ms <= want.ttl <= kMaxPeriod (what lease_all
+// accepts; the algorithms then clamp the ttl to the limit's period), else InvalidArgument.
+absl::Status ValidateLeaseWant(const internal::LeaseWant& want);
+
+// AppendRefundArgument()
+//
+// Appends the ARGV entry of one refund of lease_refund: kRefundArgumentBytes, little-endian:
+// ends_us, granted and unspent (u64 each). REQUIRES: ValidateLeaseRefund(refund) is OK.
+void AppendRefundArgument(const internal::LeaseRefund& refund, std::vector<std::string>& argv);
+
+// EncodeRefundArgument()
+//
+// Returns AppendRefundArgument()'s argument for raw fields, unchecked.
+std::string EncodeRefundArgument(uint64_t ends_us, uint64_t granted, uint64_t unspent);
+
+// ValidateLeaseRefund()
+//
+// Returns OK when the refund's check is valid (its cost is not used) and 0 <= ends_us < 2^53,
+// 1 <= granted <= kMaxCost and 1 <= unspent <= granted, else InvalidArgument.
+absl::Status ValidateLeaseRefund(const internal::LeaseRefund& refund);
+
 // ParseCheckReply()
 //
 // Returns the Decision in a check script's reply, or Internal when the reply does not have the
@@ -146,6 +200,26 @@ absl::StatusOr<Decision> ParseCheckReply(const RedisReply& reply);
 // Returns the MultiDecision in a check_all script's reply for `checks` checks, or Internal when
 // the reply does not have the documented shape and bounds.
 absl::StatusOr<MultiDecision> ParseCheckAllReply(const RedisReply& reply, size_t checks);
+
+// ParseLeaseAllReply()
+//
+// Returns the decisions and grants in a lease_all reply for `checks` checks, or Internal when the
+// reply does not have the documented shape and bounds (a grant to a denied check, a lease that
+// ends before the decision, ...).
+absl::StatusOr<internal::LeasedDecision> ParseLeaseAllReply(const RedisReply& reply, size_t checks);
+
+// What lease_refund answered.
+struct LeaseRefundReply {
+  int64_t now_us = 0;
+  // Units each refund gave back, in order.
+  std::vector<int64_t> given;
+};
+
+// ParseLeaseRefundReply()
+//
+// Returns the reply of lease_refund for `refunds` refunds, or Internal when it does not have the
+// documented shape (units given back outside [0, 2^32]).
+absl::StatusOr<LeaseRefundReply> ParseLeaseRefundReply(const RedisReply& reply, size_t refunds);
 
 // Sha1Hex()
 //

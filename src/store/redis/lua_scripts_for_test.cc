@@ -11,6 +11,8 @@ extern const std::string_view kCheckSlidingLogLuaForTest;
 extern const std::string_view kCheckTokenBucketLuaForTest;
 extern const std::string_view kCheckGcraLuaForTest;
 extern const std::string_view kCheckAllLuaForTest;
+extern const std::string_view kLeaseAllLuaForTest;
+extern const std::string_view kLeaseRefundLuaForTest;
 extern const std::string_view kLibraryLuaForTest;
 }  // namespace internal
 
@@ -41,6 +43,18 @@ const LuaScript& CheckScriptForTest(Algorithm algorithm) {
 const LuaScript& CheckAllScriptForTest() {
   static const LuaScript* const script = new LuaScript(
       MakeLibraryScript("check_all", internal::kCheckAllLuaForTest, LibraryForTest()));
+  return *script;
+}
+
+const LuaScript& LeaseAllScriptForTest() {
+  static const LuaScript* const script = new LuaScript(
+      MakeLibraryScript("lease_all", internal::kLeaseAllLuaForTest, LibraryForTest()));
+  return *script;
+}
+
+const LuaScript& LeaseRefundScriptForTest() {
+  static const LuaScript* const script = new LuaScript(
+      MakeLibraryScript("lease_refund", internal::kLeaseRefundLuaForTest, LibraryForTest()));
   return *script;
 }
 

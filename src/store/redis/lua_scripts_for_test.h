@@ -1,8 +1,8 @@
 // Test-only variants of the Redis store's scripts and library: the same pieces as
-// CheckScript(algorithm), CheckAllScript() and ProductionLibrary(), with time_for_test.lua
-// instead of time.lua, so ARGV[1] is `now` in microseconds (decimal) and the usual arguments
-// follow. Lives in sluice_lua_for_test, which only tests link; production code cannot load these
-// scripts.
+// CheckScript(algorithm), CheckAllScript(), LeaseAllScript(), LeaseRefundScript() and
+// ProductionLibrary(), with time_for_test.lua instead of time.lua, so ARGV[1] is `now` in
+// microseconds (decimal) and the usual arguments follow. Lives in sluice_lua_for_test, which only
+// tests link; production code cannot load these scripts.
 //
 // Example:
 //   EVALSHA CheckScriptForTest(Algorithm::kFixedWindow).sha1 1 key 1000000 <check>
@@ -25,6 +25,10 @@ const LuaScript& CheckScriptForTest(Algorithm algorithm);
 
 // CheckAllScriptForTest()
 const LuaScript& CheckAllScriptForTest();
+
+// LeaseAllScriptForTest(), LeaseRefundScriptForTest()
+const LuaScript& LeaseAllScriptForTest();
+const LuaScript& LeaseRefundScriptForTest();
 
 }  // namespace sluice
 

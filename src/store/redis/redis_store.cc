@@ -17,39 +17,24 @@
 #include "sluice/store_url.h"
 
 #include "src/store/redis/client/redis_client.h"
-#include "src/store/redis/client/redis_error.h"
 #include "src/store/redis/client/redis_router_factory.h"
+#include "src/store/redis/leased_redis_store.h"
 #include "src/store/redis/lua_scripts.h"
 #include "src/store/redis/redis_endpoint_url.h"
 #include "src/store/redis/redis_keys.h"
+#include "src/store/redis/redis_lease.h"
 #include "src/store/redis/script_runner.h"
+#include "src/store/redis/script_status.h"
 #include "src/store/redis/slot_groups.h"
 
 namespace sluice {
 namespace {
 
-// Adds the Redis key to a status message, so a failure names the limit it hit. Keys are escaped
-// and at most kMaxRedisKeyBytes long (docs/keys.md), so they are safe to log.
-absl::Status WithKey(const absl::Status& status, const std::string& redis_key) {
-  return {status.code(), absl::StrCat(status.message(), " [", redis_key, "]")};
-}
+using internal::ScriptErrorToStatus;
+using internal::WithKey;
 
-// The Status of a script's error reply. SLUICE_BADARG means the script refused an argument that
-// ValidateLimit() accepted: the two validations disagree, which is still the caller's input.
-absl::Status ScriptErrorToStatus(const RedisReply& reply) {
-  const std::string& message = reply.str();
-  if (message.starts_with(kScriptBadArgumentCode)) {
-    return absl::InvalidArgumentError(absl::StrCat("redis script: ", message));
-  }
-  if (message.starts_with("SLUICE_")) {
-    return absl::InternalError(absl::StrCat("redis script: ", message));
-  }
-  // BUSY, OOM, LOADING, READONLY... are Unavailable; anything else (a second NOSCRIPT, WRONGTYPE
-  // on a key someone else wrote) is Internal.
-  return ReplyErrorToStatus("EVALSHA", reply);
-}
-
-class RedisStoreImpl final : public RedisStore {
+// A RedisStore, and the store side of leases (redis_lease.h).
+class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
  public:
   RedisStoreImpl(const RedisStoreOptions& options, RedisKeyScheme keys,
                  std::shared_ptr<RedisRouter> router)
@@ -61,7 +46,8 @@ class RedisStoreImpl final : public RedisStore {
                           .min_replicas = options.min_replicas,
                           .min_replicas_timeout = options.min_replicas_timeout,
                           .use_functions = options.use_functions}),
-        warnings_(std::make_shared<WarningList>()) {}
+        warnings_(std::make_shared<WarningList>()),
+        lease_calls_(runner_, keys_, options_.cluster) {}
   RedisStoreImpl(const RedisStoreImpl&) = delete;
   RedisStoreImpl& operator=(const RedisStoreImpl&) = delete;
 
@@ -118,6 +104,15 @@ class RedisStoreImpl final : public RedisStore {
       }
     }
     RunChecks(checks, /*indices=*/{}, redis_keys, std::move(done));
+  }
+
+  void DecideAndLease(std::span<const LimitCheck> checks,
+                      std::span<const internal::LeaseWant> wants, LeaseCallback done) override {
+    lease_calls_.DecideAndLease(checks, wants, std::move(done));
+  }
+
+  void Refund(std::span<const internal::LeaseRefund> refunds, RefundCallback done) override {
+    lease_calls_.Refund(refunds, std::move(done));
   }
 
   absl::Status WaitForConnection(std::chrono::milliseconds timeout) override {
@@ -280,9 +275,14 @@ class RedisStoreImpl final : public RedisStore {
   ScriptRunner runner_;
   // Shared with the eviction-policy callback, which may complete after the store is gone.
   std::shared_ptr<WarningList> warnings_;
+  internal::RedisLeaseCalls lease_calls_;
 };
 
 }  // namespace
+
+internal::LeaseSource* LeaseSourceOf(RedisStore& store) {
+  return dynamic_cast<internal::LeaseSource*>(&store);
+}
 
 absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(const RedisStoreOptions& options) {
   SLUICE_ASSIGN_OR_RETURN(StoreUrl url, ParseStoreUrl(options.url));
@@ -318,11 +318,14 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(const RedisStoreO
         "redis store: min_replicas_timeout_ms (", effective.min_replicas_timeout.count(),
         ") must be below the command timeout (", effective.command_timeout.count(), "ms)"));
   }
-  if (url.lease) {
-    return absl::UnimplementedError("redis store: lease=true needs the lease scripts (not built yet)");
-  }
   auto store = std::make_unique<RedisStoreImpl>(effective, std::move(keys), std::move(router));
   store->Start();
+  if (url.lease) {
+    // The lease store in front leases through the store's own lease side (docs/redis.md, "Leases").
+    internal::LeaseSource* source = LeaseSourceOf(*store);
+    return internal::WithLeases(std::move(store), *source,
+                                internal::LeaseOptionsFromUrl(url, options.clock));
+  }
   return store;
 }
 

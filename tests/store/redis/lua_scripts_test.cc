@@ -564,7 +564,10 @@ TEST(LuaSources, AvoidKnownPitfalls) {
     shas.insert(CheckScript(algorithm).sha1);
   }
   shas.insert(CheckAllScript().sha1);
+  shas.insert(LeaseAllScript().sha1);
+  shas.insert(LeaseRefundScript().sha1);
   EXPECT_EQ(shas.size(), ProductionScripts().size());
+  EXPECT_EQ(LeaseAllScript().function, ProductionLibrary().name + "_lease_all");
 }
 
 INSTANTIATE_TEST_SUITE_P(Calls, LuaScriptsTest,

@@ -25,6 +25,7 @@
 #include "sluice/limit.h"
 #include "sluice/store.h"
 
+#include "src/store/lease/lease_source.h"
 #include "src/store/redis/client/redis_reply.h"
 #include "src/store/redis/lua_scripts.h"
 
@@ -169,6 +170,45 @@ inline absl::StatusOr<Decision> CheckForTest(ScriptConnection& conn, const LuaSc
   if (!reply.ok()) return reply.status();
   if (reply->is_error()) return absl::InternalError(reply->str());
   return ParseCheckReply(*reply);
+}
+
+// Runs the test-time lease_all `script` on `checks` (distinct keys) with `wants` at `now_us` and
+// parses its reply; a script error is Internal with its message.
+inline absl::StatusOr<internal::LeasedDecision> LeaseForTest(
+    ScriptConnection& conn, const LuaScript& script, int64_t now_us,
+    const std::vector<LimitCheck>& checks, const std::vector<internal::LeaseWant>& wants) {
+  std::vector<std::string> keys;
+  std::vector<std::string> args = {absl::StrCat(now_us)};
+  for (const LimitCheck& check : checks) {
+    keys.push_back(check.key);
+    AppendCheckArguments(check.limit, check.cost, args);
+  }
+  for (const internal::LeaseWant& want : wants) AppendWantArgument(want, args);
+  absl::StatusOr<RedisReply> reply = conn.Eval(script, keys, args);
+  if (!reply.ok()) return reply.status();
+  if (reply->is_error()) return absl::InternalError(reply->str());
+  return ParseLeaseAllReply(*reply, checks.size());
+}
+
+// Runs the test-time lease_refund `script` on `refunds` at `now_us`; returns the units each gave
+// back.
+inline absl::StatusOr<std::vector<int64_t>> RefundForTest(
+    ScriptConnection& conn, const LuaScript& script, int64_t now_us,
+    const std::vector<internal::LeaseRefund>& refunds) {
+  std::vector<std::string> keys;
+  std::vector<std::string> args = {absl::StrCat(now_us)};
+  for (const internal::LeaseRefund& refund : refunds) {
+    keys.push_back(refund.check.key);
+    AppendCheckArguments(refund.check.limit, 0, args);
+  }
+  for (const internal::LeaseRefund& refund : refunds) AppendRefundArgument(refund, args);
+  absl::StatusOr<RedisReply> reply = conn.Eval(script, keys, args);
+  if (!reply.ok()) return reply.status();
+  if (reply->is_error()) return absl::InternalError(reply->str());
+  absl::StatusOr<LeaseRefundReply> parsed = ParseLeaseRefundReply(*reply, refunds.size());
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->now_us != now_us) return absl::InternalError("lease_refund: another now_us");
+  return parsed->given;
 }
 
 }  // namespace sluice::testing

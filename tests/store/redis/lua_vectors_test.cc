@@ -1,6 +1,11 @@
 // The Lua scripts against the specification: every test vector (tests/vectors/*.json) replayed
 // through the test-time scripts, and a randomized differential test against the C++ algorithms
-// (src/algorithm), single checks and all-or-nothing multi-checks alike.
+// (src/algorithm), single checks and all-or-nothing multi-checks alike. The same for leases: the
+// lease vectors (tests/vectors/lease/*.json) and random grants, refunds and checks against the
+// C++ reference (src/algorithm/lease.h).
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -15,6 +20,8 @@
 #include "sluice/limit.h"
 
 #include "src/algorithm/algorithm.h"
+#include "src/algorithm/lease.h"
+#include "src/store/lease/lease_source.h"
 #include "src/store/redis/lua_scripts.h"
 #include "src/store/redis/lua_scripts_for_test.h"
 #include "tests/store/redis/lua_test_support.h"
@@ -33,12 +40,16 @@ void PrintTo(const Decision& d, std::ostream* os) {
 namespace {
 
 using ::sluice::testing::CheckForTest;
+using ::sluice::testing::LeaseForTest;
 using ::sluice::testing::LoadAllVectors;
+using ::sluice::testing::LoadLeaseVectors;
 using ::sluice::testing::LuaCall;
 using ::sluice::testing::LuaCallName;
 using ::sluice::testing::RedisServer;
+using ::sluice::testing::RefundForTest;
 using ::sluice::testing::ScriptConnection;
 using ::sluice::testing::VectorCase;
+using ::sluice::testing::VectorStep;
 
 constexpr int64_t kSecond = 1'000'000;
 
@@ -65,6 +76,43 @@ Decision DecideModel(const Limit& limit, ModelState& s, int64_t now_us, int64_t 
       return algorithm::DecideGcra(limit, s.gcra, now_us, cost);
   }
   return Decision{};
+}
+
+algorithm::LeaseDecision LeaseModel(const Limit& limit, ModelState& s, int64_t now_us, int64_t cost,
+                                    const internal::LeaseWant& want) {
+  const int64_t units = want.units;
+  const int64_t ttl = want.ttl.count();
+  switch (limit.algorithm) {
+    case Algorithm::kFixedWindow:
+      return algorithm::LeaseFixedWindow(limit, s.fixed_window, now_us, cost, units, ttl);
+    case Algorithm::kSlidingWindow:
+      return algorithm::LeaseSlidingWindow(limit, s.sliding_window, now_us, cost, units, ttl);
+    case Algorithm::kSlidingLog:
+      return algorithm::LeaseSlidingLog(limit, s.sliding_log, now_us, cost, units, ttl);
+    case Algorithm::kTokenBucket:
+      return algorithm::LeaseTokenBucket(limit, s.token_bucket, now_us, cost, units, ttl);
+    case Algorithm::kGcra:
+      return algorithm::LeaseGcra(limit, s.gcra, now_us, cost, units, ttl);
+  }
+  return {};
+}
+
+int64_t RefundModel(const Limit& limit, ModelState& s, int64_t now_us,
+                    const internal::LeaseGrant& g, int64_t unspent) {
+  const algorithm::GrantedLease lease{.ends_us = g.ends_us, .granted = g.granted};
+  switch (limit.algorithm) {
+    case Algorithm::kFixedWindow:
+      return algorithm::RefundFixedWindow(limit, s.fixed_window, now_us, lease, unspent);
+    case Algorithm::kSlidingWindow:
+      return algorithm::RefundSlidingWindow(limit, s.sliding_window, now_us, lease, unspent);
+    case Algorithm::kSlidingLog:
+      return algorithm::RefundSlidingLog(limit, s.sliding_log, now_us, lease, unspent);
+    case Algorithm::kTokenBucket:
+      return algorithm::RefundTokenBucket(limit, s.token_bucket, now_us, lease, unspent);
+    case Algorithm::kGcra:
+      return algorithm::RefundGcra(limit, s.gcra, now_us, lease, unspent);
+  }
+  return 0;
 }
 
 // Every test runs the EVALSHA scripts and the library's functions (FCALL).
@@ -294,6 +342,231 @@ TEST_P(LuaVectorsTest, RandomMultiChecksMatchTheAllOrNothingModel) {
         ASSERT_EQ(got->decisions[i], expected.decisions[i])
             << "round " << round << " step " << step << " check " << i << " "
             << Describe(limit_of[i]) << " cost " << cost_of[i];
+      }
+    }
+  }
+}
+
+// Replays the lease vectors: exact steps through the single-check script (or check_all, with
+// `through_check_all`), leasing steps through lease_all, refunds through lease_refund.
+void ReplayLeaseVectors(ScriptConnection& conn, bool through_check_all) {
+  const std::vector<VectorCase> cases = LoadLeaseVectors();
+  ASSERT_FALSE(cases.empty());
+  std::map<Algorithm, int> per_algorithm;
+  for (const VectorCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    ++per_algorithm[c.limit.algorithm];
+    const std::string key = absl::StrCat("vector:", c.name, through_check_all ? ":all" : "");
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      SCOPED_TRACE(absl::StrCat("step ", i));
+      const VectorStep& step = c.steps[i];
+      if (step.refund.has_value()) {
+        absl::StatusOr<std::vector<int64_t>> given = RefundForTest(
+            conn, LeaseRefundScriptForTest(), step.now_us,
+            {internal::LeaseRefund{
+                .check = {.key = key, .limit = c.limit, .cost = 0},
+                .grant = {.granted = step.refund->granted, .ends_us = step.refund->ends_us},
+                .unspent = step.refund->unspent}});
+        ASSERT_TRUE(given.ok()) << given.status();
+        EXPECT_EQ((*given)[0], step.refund->refunded);
+      } else if (step.lease.has_value()) {
+        absl::StatusOr<internal::LeasedDecision> d = LeaseForTest(
+            conn, LeaseAllScriptForTest(), step.now_us,
+            {LimitCheck{.key = key, .limit = c.limit, .cost = step.cost}},
+            {internal::LeaseWant{.units = step.lease->want,
+                                 .ttl = std::chrono::microseconds(step.lease->ttl_us)}});
+        ASSERT_TRUE(d.ok()) << d.status();
+        EXPECT_EQ(d->decision.allowed, step.expect.allowed);
+        EXPECT_EQ(d->decision.decisions[0], step.expect);
+        EXPECT_EQ(d->grants[0].granted, step.lease->granted);
+        EXPECT_EQ(d->grants[0].ends_us, step.lease->ends_us);
+        EXPECT_EQ(d->grants[0].now_us, step.now_us);
+      } else if (through_check_all) {
+        std::vector<std::string> args = {absl::StrCat(step.now_us)};
+        AppendCheckArguments(c.limit, step.cost, args);
+        absl::StatusOr<RedisReply> reply = conn.Eval(CheckAllScriptForTest(), {key}, args);
+        ASSERT_TRUE(reply.ok()) << reply.status();
+        absl::StatusOr<MultiDecision> multi = ParseCheckAllReply(*reply, 1);
+        ASSERT_TRUE(multi.ok()) << multi.status() << " " << reply->DebugString();
+        EXPECT_EQ(multi->decisions[0], step.expect);
+      } else {
+        absl::StatusOr<Decision> d = CheckForTest(conn, CheckScriptForTest(c.limit.algorithm), key,
+                                                  step.now_us, c.limit, step.cost);
+        ASSERT_TRUE(d.ok()) << d.status();
+        EXPECT_EQ(*d, step.expect);
+      }
+    }
+  }
+  EXPECT_EQ(per_algorithm.size(), static_cast<size_t>(kAlgorithmCount));
+}
+
+TEST_P(LuaVectorsTest, EveryLeaseVectorGivesTheSpecifiedResults) {
+  ReplayLeaseVectors(*conn_, /*through_check_all=*/false);
+}
+
+TEST_P(LuaVectorsTest, EveryLeaseVectorThroughCheckAll) {
+  ReplayLeaseVectors(*conn_, /*through_check_all=*/true);
+}
+
+// A random want: often nothing, often more than can be granted, and a ttl around the period (the
+// scripts clamp it to the period).
+internal::LeaseWant RandomWant(const Limit& limit, std::mt19937_64& rng) {
+  const int64_t period = limit.period.count();
+  internal::LeaseWant want;
+  switch (rng() % 4) {
+    case 0:
+      want.units = 0;
+      break;
+    case 1:
+      want.units = 1 + static_cast<int64_t>(rng() % 3);
+      break;
+    default:
+      want.units = static_cast<int64_t>(rng() % static_cast<uint64_t>(2 * limit.Capacity() + 2));
+      break;
+  }
+  want.ttl = std::chrono::microseconds(1000 + static_cast<int64_t>(rng() % (2 * period)));
+  return want;
+}
+
+// Verifies that lease_all and lease_refund give the C++ reference's results, and that the check
+// scripts read the states they write as the reference does (lease records and their floors,
+// sliding log entries after now), on random sequences with time going backwards now and then.
+TEST_P(LuaVectorsTest, RandomLeaseSequencesMatchTheCppReference) {
+  std::mt19937_64 rng(0x1ea5e);
+  for (int algorithm_index = 0; algorithm_index < kAlgorithmCount; ++algorithm_index) {
+    const auto algorithm = static_cast<Algorithm>(algorithm_index);
+    for (int round = 0; round < 25; ++round) {
+      Limit limit = RandomLimit(algorithm, rng);
+      // Small quotas, so that grants, floors and denials are frequent (the near-bound limits of
+      // RandomLimit are kept for the token bucket and GCRA one round in ten).
+      if (limit.limit > 50 && rng() % 2 == 0) limit.limit = 1 + limit.limit % 50;
+      if (limit.burst.has_value() && *limit.burst > 60) limit.burst = 1 + *limit.burst % 60;
+      if (!ValidateLimit(limit).ok()) limit.burst.reset();
+      const std::string key = absl::StrCat("lease:", algorithm_index, ":", round);
+      SCOPED_TRACE(absl::StrCat(Describe(limit), " key ", key));
+      ModelState model;
+      std::vector<internal::LeaseGrant> leases;
+      int64_t now = 1'700'000'000 * kSecond + static_cast<int64_t>(rng() % (1000 * kSecond));
+      for (int step = 0; step < 150; ++step) {
+        now = NextNow(now, limit, rng);
+        const int op = static_cast<int>(rng() % 10);
+        SCOPED_TRACE(absl::StrCat("step ", step, " op ", op, " now ", now));
+        if (op < 4) {
+          const int64_t cost = RandomCost(limit, rng);
+          const internal::LeaseWant want = RandomWant(limit, rng);
+          const algorithm::LeaseDecision expected = LeaseModel(limit, model, now, cost, want);
+          absl::StatusOr<internal::LeasedDecision> got =
+              LeaseForTest(*conn_, LeaseAllScriptForTest(), now,
+                           {LimitCheck{.key = key, .limit = limit, .cost = cost}}, {want});
+          ASSERT_TRUE(got.ok()) << got.status();
+          ASSERT_EQ(got->decision.decisions[0], expected.decision)
+              << "cost " << cost << " want " << want.units << " ttl " << want.ttl.count();
+          ASSERT_EQ(got->grants[0].granted, expected.granted);
+          ASSERT_EQ(got->grants[0].ends_us, expected.ends_us);
+          if (expected.granted > 0) leases.push_back(got->grants[0]);
+        } else if (op < 6 && !leases.empty()) {
+          const size_t which = rng() % leases.size();
+          internal::LeaseGrant& lease = leases[which];
+          const int64_t unspent =
+              1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(lease.granted));
+          const int64_t expected = RefundModel(limit, model, now, lease, unspent);
+          absl::StatusOr<std::vector<int64_t>> given =
+              RefundForTest(*conn_, LeaseRefundScriptForTest(), now,
+                            {internal::LeaseRefund{.check = {.key = key, .limit = limit, .cost = 0},
+                                                   .grant = lease,
+                                                   .unspent = unspent}});
+          ASSERT_TRUE(given.ok()) << given.status();
+          ASSERT_EQ((*given)[0], expected)
+              << "refund " << unspent << " of " << lease.granted << " ending " << lease.ends_us;
+          // The store now records the lease with what was given back taken off (token bucket,
+          // GCRA), which is how a later refund names it.
+          lease.granted -= expected;
+          if (lease.granted == 0) leases.erase(leases.begin() + static_cast<ptrdiff_t>(which));
+        } else {
+          const int64_t cost = RandomCost(limit, rng);
+          const Decision expected = DecideModel(limit, model, now, cost);
+          absl::StatusOr<Decision> got;
+          if (op % 2 == 0) {
+            got = CheckForTest(*conn_, CheckScriptForTest(algorithm), key, now, limit, cost);
+          } else {
+            std::vector<std::string> args = {absl::StrCat(now)};
+            AppendCheckArguments(limit, cost, args);
+            absl::StatusOr<RedisReply> reply = conn_->Eval(CheckAllScriptForTest(), {key}, args);
+            ASSERT_TRUE(reply.ok()) << reply.status();
+            absl::StatusOr<MultiDecision> multi = ParseCheckAllReply(*reply, 1);
+            ASSERT_TRUE(multi.ok()) << multi.status() << " " << reply->DebugString();
+            got = multi->decisions[0];
+          }
+          ASSERT_TRUE(got.ok()) << got.status();
+          ASSERT_EQ(*got, expected) << "cost " << cost << (op % 2 == 0 ? " check" : " check_all");
+        }
+      }
+    }
+  }
+}
+
+// Verifies lease_all with several checks against the all-or-nothing model: each check leased on a
+// copy of its state; committed only when all pass; otherwise nothing is granted, denied checks
+// keep their decision and the others report a peek of the stored state.
+TEST_P(LuaVectorsTest, RandomLeaseAllMatchesTheAllOrNothingModel) {
+  std::mt19937_64 rng(20261205);
+  for (int round = 0; round < 100; ++round) {
+    const int key_count = 1 + static_cast<int>(rng() % 4);
+    std::vector<Limit> limits;
+    for (int k = 0; k < key_count; ++k) {
+      Limit limit = RandomLimit(static_cast<Algorithm>(rng() % kAlgorithmCount), rng);
+      limit.limit = 1 + limit.limit % 12;
+      if (limit.burst.has_value()) limit.burst = 1 + *limit.burst % 14;
+      if (!ValidateLimit(limit).ok()) limit.burst.reset();
+      limits.push_back(limit);
+    }
+    std::vector<ModelState> stored(key_count);
+    int64_t now = 1'700'000'000 * kSecond;
+    for (int step = 0; step < 40; ++step) {
+      now = NextNow(now, limits[0], rng);
+      // Distinct keys, in a random order and number.
+      std::vector<int> order(key_count);
+      for (int k = 0; k < key_count; ++k) order[k] = k;
+      std::shuffle(order.begin(), order.end(), rng);
+      const int checks = 1 + static_cast<int>(rng() % key_count);
+      std::vector<LimitCheck> calls;
+      std::vector<internal::LeaseWant> wants;
+      for (int i = 0; i < checks; ++i) {
+        const int k = order[i];
+        calls.push_back({.key = absl::StrCat("lease-multi:", round, ":", k),
+                         .limit = limits[k],
+                         .cost = rng() % 4 == 0 ? 0 : 1 + static_cast<int64_t>(rng() % 3)});
+        wants.push_back(RandomWant(limits[k], rng));
+      }
+      // The model.
+      std::vector<ModelState> tentative = stored;
+      std::vector<algorithm::LeaseDecision> expected;
+      bool all = true;
+      for (int i = 0; i < checks; ++i) {
+        expected.push_back(
+            LeaseModel(calls[i].limit, tentative[order[i]], now, calls[i].cost, wants[i]));
+        all = all && expected.back().decision.allowed;
+      }
+      if (all) {
+        stored = tentative;
+      } else {
+        for (int i = 0; i < checks; ++i) {
+          if (!expected[i].decision.allowed) continue;
+          ModelState peek = stored[order[i]];
+          expected[i] = {.decision = DecideModel(calls[i].limit, peek, now, 0)};
+        }
+      }
+      absl::StatusOr<internal::LeasedDecision> got =
+          LeaseForTest(*conn_, LeaseAllScriptForTest(), now, calls, wants);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(got->decision.allowed, all) << "round " << round << " step " << step;
+      for (int i = 0; i < checks; ++i) {
+        SCOPED_TRACE(absl::StrCat("round ", round, " step ", step, " check ", i, " ",
+                                  Describe(calls[i].limit), " cost ", calls[i].cost, " want ",
+                                  wants[i].units));
+        ASSERT_EQ(got->decision.decisions[i], expected[i].decision);
+        ASSERT_EQ(got->grants[i].granted, expected[i].granted);
+        ASSERT_EQ(got->grants[i].ends_us, expected[i].ends_us);
       }
     }
   }

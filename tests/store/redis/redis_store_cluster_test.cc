@@ -32,6 +32,7 @@
 #include "src/store/redis/client/redis_router_factory.h"
 #include "src/store/redis/lua_scripts.h"
 #include "src/store/redis/lua_scripts_for_test.h"
+#include "src/store/redis/redis_lease.h"
 #include "src/store/redis/script_runner.h"
 #include "tests/testing/call_batch.h"
 #include "tests/testing/child_process.h"
@@ -209,6 +210,60 @@ TEST_F(RedisStoreClusterTest, CheckAllIsAllOrNothingWithinATag) {
 }
 
 // Verifies that keys spread over every primary and that every key written has a TTL.
+// Verifies leases on a real cluster (redis_lease.h): a grant is one script in one slot, refused
+// across slots; refunds of leases in several slots each go to their own primary.
+TEST_F(RedisStoreClusterTest, LeasesAreOneSlotAndRefundsFindEachPrimary) {
+  absl::StatusOr<std::unique_ptr<RedisStore>> store = MakeStore();
+  ASSERT_TRUE(store.ok()) << store.status();
+  internal::LeaseSource* source = LeaseSourceOf(**store);
+  ASSERT_NE(source, nullptr);
+  const auto lease = [source](std::vector<LimitCheck> checks,
+                              std::vector<internal::LeaseWant> wants) {
+    std::promise<absl::StatusOr<internal::LeasedDecision>> promise;
+    std::future<absl::StatusOr<internal::LeasedDecision>> answer = promise.get_future();
+    source->DecideAndLease(checks, wants, [&promise](absl::StatusOr<internal::LeasedDecision> d) {
+      promise.set_value(std::move(d));
+    });
+    return answer.get();
+  };
+  const internal::LeaseWant want{.units = 4, .ttl = std::chrono::seconds(60)};
+  // One tag, one slot: granted per key, atomically.
+  absl::StatusOr<internal::LeasedDecision> tagged =
+      lease({{.key = "{lease}:a", .limit = LongLimit(0, 10)},
+             {.key = "{lease}:b", .limit = LongLimit(3, 10)}},
+            {want, want});
+  ASSERT_TRUE(tagged.ok()) << tagged.status();
+  EXPECT_EQ(tagged->grants[0].granted, 4);
+  EXPECT_EQ(tagged->grants[1].granted, 4);
+  // Keys on every primary: each leased alone, refunded together.
+  std::vector<internal::LeaseRefund> refunds;
+  for (int i = 0; i < 12; ++i) {
+    const LimitCheck check{.key = absl::StrCat("lease-", i), .limit = LongLimit(i, 10)};
+    absl::StatusOr<internal::LeasedDecision> d = lease({check}, {want});
+    ASSERT_TRUE(d.ok()) << d.status();
+    ASSERT_EQ(d->grants[0].granted, 4);
+    internal::LeaseRefund refund;
+    refund.check = check;
+    refund.grant = d->grants[0];
+    refund.unspent = 4;
+    refunds.push_back(std::move(refund));
+  }
+  absl::StatusOr<internal::LeasedDecision> across =
+      lease({{.key = "lease-0", .limit = LongLimit(0, 10)},
+             {.key = "lease-1", .limit = LongLimit(1, 10)}},
+            {want, want});
+  EXPECT_EQ(across.status().code(), absl::StatusCode::kInvalidArgument) << across.status();
+  std::promise<absl::Status> refunded;
+  std::future<absl::Status> answer = refunded.get_future();
+  source->Refund(refunds, [&refunded](absl::Status s) { refunded.set_value(std::move(s)); });
+  ASSERT_TRUE(answer.get().ok());
+  for (int i = 0; i < 12; ++i) {
+    absl::StatusOr<Decision> peek = (*store)->Check(absl::StrCat("lease-", i), LongLimit(i, 10), 0);
+    ASSERT_TRUE(peek.ok()) << peek.status();
+    EXPECT_EQ(peek->remaining, 9) << i;  // the request's unit stays, the lease's 4 are back
+  }
+}
+
 TEST_F(RedisStoreClusterTest, KeysLandOnEveryPrimaryAndEachHasATtl) {
   absl::StatusOr<std::unique_ptr<RedisStore>> store = MakeStore();
   ASSERT_TRUE(store.ok()) << store.status();
