@@ -44,7 +44,7 @@
 //   lease_refresh_ms=N       a lease holds the units its key used in N ms (1..60000, default 500)
 //   lease_ttl_ms=N           sliding_log, token_bucket and gcra leases last N ms (1..60000,
 //                            default 1000; at most the limit's period)
-//   lease_max_units=N        most units one lease asks for (default 10000)
+//   lease_max_units=N        most units one lease asks for (default 100000)
 //   sentinel_password=P      sentinel only: the Sentinels' password (percent-encoded); redacted
 //   sentinel_password_file=PATH  sentinel only: the Sentinels' password from a file
 //   sentinel_username=U      sentinel only: the Sentinels' ACL user

@@ -351,6 +351,7 @@ void LeaseStore::Refill(const LimitCheck& check) {
 void LeaseStore::Apply(std::span<const LimitCheck> checks, std::span<const LeaseWant> wants,
                        Time sent, const absl::StatusOr<LeasedDecision>& answer) {
   const Time now = clock_.Now();
+  std::vector<LeaseRefund> giveback;
   for (size_t i = 0; i < checks.size(); ++i) {
     Shard& s = shards_[ShardOf(checks[i].key)];
     MutexLock lock(&s.mu);
@@ -380,20 +381,50 @@ void LeaseStore::Apply(std::span<const LimitCheck> checks, std::span<const Lease
     units_granted_.fetch_add(static_cast<uint64_t>(g.granted), std::memory_order_relaxed);
     const Time until = sent + microseconds(g.ends_us - g.now_us) - options_.end_margin;
     Units(e, now);  // clears slots that ended
-    Slot* free = nullptr;
-    for (Slot& slot : e.slots) {
-      if (slot.units == 0) {
-        free = &slot;
-        break;
-      }
-    }
-    if (free == nullptr || until <= now) {
-      // No room, or ended already: the units are stranded (they were recorded in the store).
+    if (until <= now) {
+      // Ended already (the answer came late): the units are stranded.
       units_expired_.fetch_add(static_cast<uint64_t>(g.granted), std::memory_order_relaxed);
       continue;
     }
-    *free = Slot{.units = g.granted, .until = until, .grant = g};
+    // A window's grants all end with the window: one slot holds them. (They are given back by
+    // count, so merging them loses nothing; the record of the other algorithms names each grant,
+    // so theirs keep a slot each.)
+    const bool window = checks[i].limit.algorithm == Algorithm::kFixedWindow ||
+                        checks[i].limit.algorithm == Algorithm::kSlidingWindow;
+    Slot* slot = nullptr;
+    for (Slot& s : e.slots) {
+      if (window && s.units > 0 && s.grant.ends_us == g.ends_us) {
+        slot = &s;
+        break;
+      }
+    }
+    if (slot != nullptr) {
+      slot->units += g.granted;
+      slot->grant.granted += g.granted;
+      continue;
+    }
+    for (Slot& s : e.slots) {
+      if (s.units == 0) {
+        slot = &s;
+        break;
+      }
+    }
+    if (slot == nullptr) {
+      // No room: give the grant back rather than strand it.
+      giveback.push_back(
+          LeaseRefund{.check = {.key = checks[i].key, .limit = checks[i].limit, .cost = 0},
+                      .grant = g,
+                      .unspent = g.granted});
+      continue;
+    }
+    *slot = Slot{.units = g.granted, .until = until, .grant = g};
   }
+  if (giveback.empty()) return;
+  refunds_.fetch_add(1, std::memory_order_relaxed);
+  for (const LeaseRefund& r : giveback) {
+    units_refunded_.fetch_add(static_cast<uint64_t>(r.unspent), std::memory_order_relaxed);
+  }
+  source_.Refund(giveback, [](absl::Status) {});
 }
 
 void LeaseStore::RefundAll(std::chrono::milliseconds wait) {

@@ -52,8 +52,9 @@ struct LeaseOptions {
   // A lease asks for the units its key used locally in this much time: at 100 decisions a
   // second, 50 units, so one script call per 50 decisions. Default: 500 ms.
   std::chrono::milliseconds refresh_target{500};
-  // Most units one leasing call asks for per check. Default: 10,000.
-  int64_t max_want = 10'000;
+  // Most units one leasing call asks for per check: enough that a key decided millions of times a
+  // second refills every few tens of ms. Default: 100,000.
+  int64_t max_want = 100'000;
   // How long a lease lasts for sliding_log, token_bucket and gcra (at most the limit's period);
   // window leases end with their window. Default: 1 s.
   std::chrono::milliseconds ttl{1000};
@@ -108,7 +109,7 @@ class LeaseStore final : public StoreWrapper {
   struct Entry {
     Limit limit{};
     // Grants not yet spent or ended; spent earliest-ending first.
-    std::array<Slot, 3> slots{};
+    std::array<Slot, 4> slots{};
     // A denial of at least `denied_cost` is answered locally before `denied_until`.
     Time denied_until{};
     Time denied_reset_at{};
