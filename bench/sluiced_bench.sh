@@ -20,6 +20,11 @@
 # and it prints each path's median sluiced CPU per decision for both and their ratio. The load
 # generator is this build's for both.
 #
+# Lease mode: with LEASE=1, only gRPC runs, on this build's sluiced over the memory store, Redis,
+# and Redis with lease=true in turn, ROUNDS times (default 3), on KEYS descriptor values (default
+# 100: busy keys, where leases pay); it prints each store's median sluiced CPU per decision and its
+# ratio to the memory store's (docs/PERFORMANCE.md, "Leases").
+#
 # Engine mode: with ENGINES=1, only the two gRPC paths (memory, Redis) run, for this build's
 # sluiced with --grpc-engine grpc and with --grpc-engine nghttp2 in turn (the order alternates),
 # ROUNDS times, and it prints each path's median sluiced CPU per decision for both and their ratio.
@@ -83,7 +88,7 @@ run_load() {
   local s0 r0 out r n sluiced_us redis_us
   s0=$(ticks "$SLUICED_PID"); r0=$(ticks "$REDIS_PID")
   out=$("$LOAD" --target "127.0.0.1:$3" --mode "$2" --inflight "$INFLIGHT" --seconds "$SECS" \
-    --domain bench --key user)
+    --domain bench --key user --keys "${KEYS:-10000}")
   r=$(echo "$out" | rate); n=$(python3 -c "print(int($r * $SECS))")
   LAST_RATE=$r
   sluiced_us=$(cpu_per_decision "$SLUICED_PID" "$s0" "$n")
@@ -138,6 +143,35 @@ if [ -n "${BASELINE_SLUICED:-}" ]; then
   [ -x "$BASELINE_SLUICED" ] || { echo "BASELINE_SLUICED=$BASELINE_SLUICED is not executable"; exit 1; }
   echo "# A/B: baseline $BASELINE_SLUICED, new $SLUICED; $(nproc) cores; $SECS s per run; $INFLIGHT in flight"
   compare baseline "$BASELINE_SLUICED" "${SLUICED_FLAGS:-}" new "$SLUICED" "${SLUICED_FLAGS:-}" "grpc http"
+  exit 0
+fi
+
+if [ -n "${LEASE:-}" ]; then
+  KEYS=${KEYS:-100}
+  echo "# leases: $SLUICED on memory, redis, redis?lease=true; $(nproc) cores; $SECS s per run; $INFLIGHT in flight; $KEYS keys"
+  rows="$WORK/lease.txt"
+  for round in $(seq "${ROUNDS:-3}"); do
+    for store in memory "redis://127.0.0.1:$RPORT" "redis://127.0.0.1:$RPORT?lease=true"; do
+      name=memory; [ "$store" = memory ] || name=redis; [[ "$store" == *lease* ]] && name=lease
+      redis-cli -p "$RPORT" FLUSHALL >/dev/null
+      start_sluiced "$store"
+      run_load "$name" grpc "$GRPC_PORT"
+      echo "$name $LAST_SLUICED_US $LAST_RATE" >>"$rows"
+      kill "$SLUICED_PID"; wait "$SLUICED_PID" 2>/dev/null || true
+    done
+  done
+  python3 - "$rows" <<'PY'
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+def median(store, column):
+    return statistics.median(float(r[column]) for r in rows if r[0] == store)
+print("| store | sluiced CPU us/decision (median) | x memory | decisions/s (median) |")
+print("|---|---|---|---|")
+for store in ("memory", "redis", "lease"):
+    print(f"| {store} | {median(store, 1):.1f} | {median(store, 1) / median('memory', 1):.2f} | "
+          f"{median(store, 2):.0f} |")
+PY
+  echo "# results: $CSV"
   exit 0
 fi
 
