@@ -230,12 +230,13 @@ Analysis Analyze(const Limit& limit, int64_t start_us, int64_t end_us,
   return out;
 }
 
-Summary Summarize(const Analysis& analysis, int64_t from_us, int64_t to_us) {
+Summary Summarize(const Analysis& analysis, int64_t from_us, int64_t to_us, int64_t windows_from_us,
+                  int64_t windows_to_us) {
   Summary s;
   std::vector<double> e;
   std::vector<double> u;
   for (const WindowStat& w : analysis.windows) {
-    if (w.start_us + analysis.period_us <= from_us || w.start_us >= to_us) continue;
+    if (w.start_us < windows_from_us || w.start_us >= windows_to_us) continue;
     e.push_back(w.e);
     if (w.u) u.push_back(*w.u);
   }

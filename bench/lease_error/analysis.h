@@ -77,9 +77,10 @@ struct Summary {
 
 // Summarize()
 //
-// Returns the summary over [from_us, to_us): the windows overlapping it, the decisions issued in
-// it.
-Summary Summarize(const Analysis& analysis, int64_t from_us, int64_t to_us);
+// Returns the summary of the decisions issued in [from_us, to_us) and of the windows that start
+// in [windows_from_us, windows_to_us) (each window belongs to one phase of a fault).
+Summary Summarize(const Analysis& analysis, int64_t from_us, int64_t to_us, int64_t windows_from_us,
+                  int64_t windows_to_us);
 
 }  // namespace sluice::lease_error
 

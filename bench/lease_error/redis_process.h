@@ -23,10 +23,13 @@ namespace sluice::lease_error {
 // Cumulative counters of a redis-server since it started.
 struct RedisCounters {
   int64_t script_calls = 0;  // FCALL, FCALL_RO, EVALSHA, EVAL (and their _RO forms)
-  int64_t script_usec = 0;   // their time in Redis's main thread (commandstats usec)
-  int64_t calls = 0;         // every command but INFO (the harness's own)
-  int64_t usec = 0;          // their time
-  double cpu_us = 0;         // used_cpu_user + used_cpu_sys of the whole process
+  int64_t script_usec = 0;   // their time in Redis's main thread (commandstats usec), the
+                             // commands they call included
+  // Every command but INFO (the harness's own). Redis 7 also counts the commands a script calls
+  // (TIME, GET, SET, ...), and their time twice (in the script's usec and their own).
+  int64_t calls = 0;
+  int64_t usec = 0;
+  double cpu_us = 0;  // used_cpu_user + used_cpu_sys of the whole process
 
   RedisCounters& operator+=(const RedisCounters& other);
   friend RedisCounters operator-(RedisCounters a, const RedisCounters& b);

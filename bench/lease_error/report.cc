@@ -3,9 +3,11 @@
 #include <fstream>
 #include <iostream>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include <sys/stat.h>
 
@@ -20,7 +22,8 @@ constexpr char kCsvHeader[] =
     "stamp,sweep,mode,instances,split,schedule,algorithm,limit,period_s,limit_text,load_x,"
     "offered_x,fault,phase,windows,e_max,e_p99,e_p50,u_windows,u_max,u_p99,u_p50,decisions,"
     "admitted,errors,fallback,ambiguous,shed,late,max_late_us,p50_us,p99_us,max_us,"
-    "scripts_per_1k,redis_calls_per_1k,redis_cmd_us_per_1k,redis_cpu_us_per_1k,loadavg,note\n";
+    "scripts_per_1k,script_us_per_1k,redis_calls_per_1k,redis_cmd_us_per_1k,redis_cpu_us_per_1k,"
+    "loadavg,note\n";
 
 std::string LoadAverage() {
   std::ifstream in("/proc/loadavg");
@@ -71,11 +74,12 @@ void Report::Add(const Row& row) {
     std::cout << "\n### " << sweep_ << ": " << group << "\n"
               << "bound: " << BoundText(plan.limit) << "\n\n"
               << "| mode | N | split | x | x got | phase | E max / p99 / p50 | U max / p99 / p50 "
-                 "| latency p50 / p99 us | scripts/1k | Redis cmd us/1k | Redis CPU us/1k | "
+                 "| latency p50 / p99 us | scripts/1k | script us/1k | Redis CPU us/1k | "
                  "notes |\n"
               << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   }
   const double scripts = Per1k(static_cast<double>(row.redis.script_calls), s.decisions);
+  const double script_us = Per1k(static_cast<double>(row.redis.script_usec), s.decisions);
   const double cmd_us = Per1k(static_cast<double>(row.redis.usec), s.decisions);
   const double cpu_us = Per1k(row.redis.cpu_us, s.decisions);
   std::string notes = row.note;
@@ -97,24 +101,53 @@ void Report::Add(const Row& row) {
                    ModeName(plan.mode), plan.instances, SplitName(plan.split), plan.load,
                    s.offered_x, row.phase, Triple(s.e_max, s.e_p99, s.e_p50),
                    Triple(s.u_max, s.u_p99, s.u_p50), s.p50_us, s.p99_us, per1k(scripts),
-                   per1k(cmd_us), per1k(cpu_us), notes)
+                   per1k(script_us), per1k(cpu_us), notes)
             << std::endl;
   if (csv_ == nullptr) return;
-  const std::string csv_note = absl::StrReplaceAll(notes, {{",", ";"}});
-  std::fputs(absl::StrFormat(
-                 "%s,%s,%s,%d,%s,%s,%s,%d,%g,%s,%g,%.4f,%s,%s,%d,%.4f,%.4f,%.4f,%d,%.4f,%.4f,%.4f,%"
-                 "d,%d,%d,"
-                 "%d,%d,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,%s,%s\n",
-                 stamp_, sweep_, ModeName(plan.mode), plan.instances, SplitName(plan.split),
-                 ScheduleName(plan.schedule), AlgorithmName(plan.limit.algorithm), plan.limit.limit,
-                 static_cast<double>(plan.limit.period.count()) / 1e6, row.limit_text, plan.load,
-                 s.offered_x, row.fault_text, row.phase, s.windows, s.e_max, s.e_p99, s.e_p50,
-                 s.u_windows, s.u_max, s.u_p99, s.u_p50, s.decisions, s.admitted, s.errors,
-                 s.fallback, row.ambiguous, row.shed, row.late, row.max_late_us, s.p50_us, s.p99_us,
-                 s.max_us, scripts, Per1k(static_cast<double>(row.redis.calls), s.decisions),
-                 cmd_us, cpu_us, LoadAverage(), csv_note)
-                 .c_str(),
-             csv_);
+  auto f4 = [](double v) { return absl::StrFormat("%.4f", v); };
+  auto redis = [whole](double v) { return whole ? absl::StrFormat("%.1f", v) : std::string(); };
+  const std::vector<std::string> fields = {
+      stamp_,
+      sweep_,
+      std::string(ModeName(plan.mode)),
+      absl::StrCat(plan.instances),
+      std::string(SplitName(plan.split)),
+      std::string(ScheduleName(plan.schedule)),
+      std::string(AlgorithmName(plan.limit.algorithm)),
+      absl::StrCat(plan.limit.limit),
+      absl::StrFormat("%g", static_cast<double>(plan.limit.period.count()) / 1e6),
+      row.limit_text,
+      absl::StrFormat("%g", plan.load),
+      f4(s.offered_x),
+      row.fault_text,
+      row.phase,
+      absl::StrCat(s.windows),
+      f4(s.e_max),
+      f4(s.e_p99),
+      f4(s.e_p50),
+      absl::StrCat(s.u_windows),
+      f4(s.u_max),
+      f4(s.u_p99),
+      f4(s.u_p50),
+      absl::StrCat(s.decisions),
+      absl::StrCat(s.admitted),
+      absl::StrCat(s.errors),
+      absl::StrCat(s.fallback),
+      absl::StrCat(row.ambiguous),
+      absl::StrCat(row.shed),
+      absl::StrCat(row.late),
+      absl::StrCat(row.max_late_us),
+      absl::StrCat(s.p50_us),
+      absl::StrCat(s.p99_us),
+      absl::StrCat(s.max_us),
+      redis(scripts),
+      redis(script_us),
+      redis(Per1k(static_cast<double>(row.redis.calls), s.decisions)),
+      redis(cmd_us),
+      redis(cpu_us),
+      LoadAverage(),
+      absl::StrReplaceAll(notes, {{",", ";"}})};
+  std::fputs(absl::StrCat(absl::StrJoin(fields, ","), "\n").c_str(), csv_);
   std::fflush(csv_);
 }
 
