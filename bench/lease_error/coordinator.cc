@@ -375,6 +375,7 @@ int RunSweep(const SweepOptions& given) {
     Report::Note(
         absl::StrFormat("redis-server idle: %.0f us CPU per second (subtracted)", idle_cpu * 1e6));
     Sweep sweep(options, **redis, report, dir, idle_cpu);
+    uint64_t group = 0;
     for (const LimitSpec& l : limits) {
       for (Algorithm algorithm : options.algorithms) {
         Limit limit = l.limit;
@@ -388,6 +389,8 @@ int RunSweep(const SweepOptions& given) {
             for (int n : options.instances) {
               for (const FaultSpec& fault : faults) {
                 for (double load : options.loads) {
+                  // The modes of one configuration see the same arrivals; configurations differ.
+                  const uint64_t seed = options.seed * 1'000'003 + ++group;
                   for (Mode mode : modes) {
                     Plan plan{.mode = mode,
                               .instances = n,
@@ -398,7 +401,7 @@ int RunSweep(const SweepOptions& given) {
                               .rotate_us = static_cast<int64_t>(options.rotate_seconds * 1e6),
                               .flush_us = int64_t{options.flush_ms} * 1000,
                               .inflight = options.inflight,
-                              .seed = options.seed};
+                              .seed = seed};
                     if (mode == Mode::kMemory) {
                       plan.url = "memory";
                     } else if (mode == Mode::kLease) {
