@@ -16,7 +16,7 @@
 #   bench/plot.sh [CSV...]
 #
 # Without arguments, each figure uses the newest matching file in $RESULTS_DIR (default
-# bench/results); a file given on the command line replaces the newest of its kind (by the name's
+# bench/results; for lease_error.svg the newest with headline rows); a file given on the command line replaces the newest of its kind (by the name's
 # prefix: script_cost-*_summary.csv, sluiced_bench-*.csv, inflight_sweep-*.csv,
 # lease_error-*.csv). A figure whose CSV is missing is skipped with a message. FIGURES, a list of
 # figure names (e.g. FIGURES=lease_error), draws only those. Writes into $OUT_DIR (default
@@ -46,7 +46,9 @@ newest() {  # glob -> newest file by its timestamped name, or nothing
 SCRIPT_COST=$(newest "$RESULTS_DIR/script_cost-*_summary.csv")
 SLUICED=$(newest "$RESULTS_DIR/sluiced_bench-*.csv")
 SWEEP=$(newest "$RESULTS_DIR/inflight_sweep-*.csv")
-LEASE_ERROR=$(newest "$RESULTS_DIR/lease_error-*.csv")
+# The newest lease_error run with headline rows (a --faults run has none).
+LEASE_ERROR=$(grep -l ',headline,' $RESULTS_DIR/lease_error-*.csv 2>/dev/null | LC_ALL=C sort |
+  tail -1 || true)
 for f in "$@"; do
   [ -f "$f" ] || { echo "no such file: $f"; exit 1; }
   case $(basename "$f") in
@@ -82,6 +84,13 @@ TERM = ("set terminal svg size {w},{h} dynamic enhanced font 'DejaVu Sans,11' "
 COMMON = ("set border 3 lw 1 lc rgb '#444444'\nset tics nomirror\n"
           "set grid ytics lc rgb '#dddddd' lw 1 dt 1\nset key top left reverse Left noopaque\n")
 made = []
+# FIGURES (names) restricts the figures drawn; the others are left out silently.
+only = set(os.environ.get('FIGURES', '').replace(',', ' ').split())
+
+
+def skipped(name, why):
+    if not only or name in only:
+        print(f'# {name}.svg skipped: {why}')
 
 
 def stamp_text(stamp):  # 20261203T114112Z -> 2026-12-03 11:41 UTC
@@ -145,7 +154,7 @@ plot "{work}/script_cost.dat" using (0):1:(0):2:($1-0.35):($1+0.35):5:ytic(6) \\
      NaN with boxes lc rgb '#ff7f0e' title "sluice's scripts (EVALSHA, Redis < 7)"
 ''')
 else:
-    print('# script_cost.svg skipped: no script_cost-*_summary.csv')
+    skipped('script_cost', 'no script_cost-*_summary.csv')
 
 # 2. CPU per decision by path.
 if sluiced:
@@ -193,7 +202,7 @@ plot "{work}/sluiced_cpu.dat" using 2:xtic(1) lc rgb '#2ca02c' title 'client (lo
      "" using 6:5:(sprintf('%.0f', $5)) with labels offset 0,0.7 font ',10' notitle
 ''')
 else:
-    print('# sluiced_cpu.svg skipped: no sluiced_bench-*.csv')
+    skipped('sluiced_cpu', 'no sluiced_bench-*.csv')
 
 # 3. Decisions/s against checks in flight.
 if sweep:
@@ -263,7 +272,7 @@ plot {', '.join(client_plots)}
 unset multiplot
 """)
 else:
-    print('# inflight_sweep.svg skipped: no inflight_sweep-*.csv')
+    skipped('inflight_sweep', 'no inflight_sweep-*.csv')
 
 # 4. Over- and under-admission against offered load, one line per store mode.
 if lease_error:
@@ -333,9 +342,9 @@ plot {', '.join(panels['u'])}
 unset multiplot
 """)
     else:
-        print('# lease_error.svg skipped: no headline rows in ' + lease_error)
+        skipped('lease_error', 'no headline rows in ' + lease_error)
 else:
-    print('# lease_error.svg skipped: no lease_error-*.csv')
+    skipped('lease_error', 'no lease_error-*.csv')
 EOF
 
 for gp in "$WORK"/*.gp; do

@@ -89,7 +89,7 @@ void IntervalExcess(const std::vector<const Record*>& admitted, int64_t t0, doub
                     double rate, int64_t p, bool strict, int64_t first_window,
                     std::vector<WindowStat>& windows) {
   const size_t n = admitted.size();
-  if (n == 0) return;
+  if (n == 0 || windows.empty()) return;
   std::vector<size_t> by_send(n);
   std::iota(by_send.begin(), by_send.end(), 0);
   std::sort(by_send.begin(), by_send.end(),
@@ -123,10 +123,10 @@ void IntervalExcess(const std::vector<const Record*>& admitted, int64_t t0, doub
                                    send.begin()));
       const double excess =
           tree.Max(piece, piece_end - 1) - rate * static_cast<double>(r - t0) - base;
-      const int64_t k = w - first_window;
-      if (k >= 0 && k < static_cast<int64_t>(windows.size()) && excess > windows[k].e) {
-        windows[k].e = excess;
-      }
+      // A group issued just before the run's first window (or after its last) counts there.
+      const int64_t k =
+          std::clamp<int64_t>(w - first_window, 0, static_cast<int64_t>(windows.size()) - 1);
+      if (excess > windows[k].e) windows[k].e = excess;
       piece = piece_end;
     }
   }

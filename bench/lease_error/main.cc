@@ -8,6 +8,7 @@
 //       [--algorithms fixed_window] [--limits 10/s] [--faults none] [--seconds 4]
 //       [--csv FILE] [--sweep NAME] ...            # see --help
 //   lease_error worker --plan PLAN --instance I --records FILE   # spawned by `run`
+//   lease_error check-analysis      # the analysis against worked examples
 //
 // bench/lease_error.sh runs the default and --full sweeps; docs/PERFORMANCE.md, "Leases: error
 // harness", says what the modes, splits and columns mean. Exit code of `run`: 0; 1 when exact mode
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "bench/lease_error/analysis_check.h"
 #include "bench/lease_error/coordinator.h"
 #include "bench/lease_error/plan.h"
 #include "bench/lease_error/worker.h"
@@ -122,8 +124,16 @@ int main(int argc, char** argv) {
   worker->add_option("--instance", instance)->required();
   worker->add_option("--records", records)->required();
 
+  CLI::App* check = app.add_subcommand(
+      "check-analysis", "Check the analysis against worked examples (exit 1 when one fails)");
+
   CLI11_PARSE(app, argc, argv);
 
+  if (*check) {
+    if (!sluice::lease_error::CheckAnalysis()) return 1;
+    std::cout << "analysis check: ok\n";
+    return 0;
+  }
   if (*worker) {
     absl::StatusOr<sluice::lease_error::Plan> plan = sluice::lease_error::ParsePlan(plan_text);
     if (!plan.ok()) {
