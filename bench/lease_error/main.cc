@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
 
   if (*check) {
     if (!sluice::lease_error::CheckAnalysis()) return 1;
-    std::cout << "analysis check: ok\n";
+    std::cout << "# analysis check: ok\n";
     return 0;
   }
   if (*worker) {

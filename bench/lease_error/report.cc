@@ -95,13 +95,16 @@ void Report::Add(const Row& row) {
   // Redis's counters cover the whole configuration: shown on its "all" row only.
   const bool whole = row.phase == "all";
   auto per1k = [whole](double v) { return whole ? absl::StrFormat("%.0f", v) : std::string("-"); };
+  // With no command from this configuration, whatever CPU Redis spent meanwhile (expiring earlier
+  // keys, its timers beyond the idle rate) is not this configuration's.
+  const bool talked = row.redis.calls > 0;
   std::cout << absl::StrFormat(
                    "| %s | %d | %s | %g | %.2f | %s | %s | %s | %d / %d | %s | %s | %s "
                    "| %s |",
                    ModeName(plan.mode), plan.instances, SplitName(plan.split), plan.load,
                    s.offered_x, row.phase, Triple(s.e_max, s.e_p99, s.e_p50),
                    Triple(s.u_max, s.u_p99, s.u_p50), s.p50_us, s.p99_us, per1k(scripts),
-                   per1k(script_us), per1k(cpu_us), notes)
+                   per1k(script_us), talked ? per1k(cpu_us) : std::string("-"), notes)
             << std::endl;
   if (csv_ == nullptr) return;
   auto f4 = [](double v) { return absl::StrFormat("%.4f", v); };
@@ -144,7 +147,7 @@ void Report::Add(const Row& row) {
       redis(script_us),
       redis(Per1k(static_cast<double>(row.redis.calls), s.decisions)),
       redis(cmd_us),
-      redis(cpu_us),
+      talked ? redis(cpu_us) : std::string(),
       LoadAverage(),
       absl::StrReplaceAll(notes, {{",", ";"}})};
   std::fputs(absl::StrCat(absl::StrJoin(fields, ","), "\n").c_str(), csv_);
