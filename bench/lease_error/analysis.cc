@@ -119,7 +119,8 @@ void IntervalExcess(const std::vector<const Record*>& admitted, int64_t t0, doub
       // One window's part of [lo, end): its groups' excess is that window's.
       const int64_t w = FloorDiv(send[piece], p);
       const size_t piece_end = std::min(
-          end, static_cast<size_t>(std::lower_bound(send.begin() + piece, send.end(), (w + 1) * p) -
+          end, static_cast<size_t>(std::lower_bound(send.begin() + static_cast<ptrdiff_t>(piece),
+                                                    send.end(), (w + 1) * p) -
                                    send.begin()));
       const double excess =
           tree.Max(piece, piece_end - 1) - rate * static_cast<double>(r - t0) - base;

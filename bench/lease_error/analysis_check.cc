@@ -52,8 +52,8 @@ std::vector<Case> Cases() {
   {
     // L per window in two windows: no excess.
     Case c{.name = "fixed window at its bound", .limit = fixed, .duration_us = 2 * kSecond};
-    for (int w = 0; w < 2; ++w) {
-      for (int i = 0; i < 10; ++i) c.records.push_back(Admitted(fixed, w * kSecond + i * 1000));
+    for (int64_t w = 0; w < 2; ++w) {
+      for (int64_t i = 0; i < 10; ++i) c.records.push_back(Admitted(fixed, w * kSecond + i * 1000));
     }
     cases.push_back(c);
     // One more in the second window: E = 1/L.
@@ -66,17 +66,19 @@ std::vector<Case> Cases() {
     // A call straddling the edge, decided in the first window (its reset_after says so): placed
     // there, not in the full second window.
     Case c{.name = "fixed window straddling call", .limit = fixed, .duration_us = 2 * kSecond};
-    for (int i = 0; i < 9; ++i) c.records.push_back(Admitted(fixed, i * 1000));
+    for (int64_t i = 0; i < 9; ++i) c.records.push_back(Admitted(fixed, i * 1000));
     c.records.push_back(Admitted(fixed, kSecond - 10, /*before=*/100, /*after=*/300));
-    for (int i = 0; i < 10; ++i) c.records.push_back(Admitted(fixed, kSecond + 1000 + i * 1000));
+    for (int64_t i = 0; i < 10; ++i) {
+      c.records.push_back(Admitted(fixed, kSecond + 1000 + i * 1000));
+    }
     cases.push_back(c);
   }
   {
     // 5 offered and 3 admitted in each of two complete windows: U = (min(5, L) - 3) / L.
     Case c{.name = "fixed window under-admission", .limit = fixed, .duration_us = 2 * kSecond};
-    for (int w = 0; w < 2; ++w) {
-      for (int i = 0; i < 3; ++i) c.records.push_back(Admitted(fixed, w * kSecond + i * 1000));
-      for (int i = 0; i < 2; ++i) c.records.push_back(Denied(w * kSecond + 5000 + i * 1000));
+    for (int64_t w = 0; w < 2; ++w) {
+      for (int64_t i = 0; i < 3; ++i) c.records.push_back(Admitted(fixed, w * kSecond + i * 1000));
+      for (int64_t i = 0; i < 2; ++i) c.records.push_back(Denied(w * kSecond + 5000 + i * 1000));
     }
     c.u_max = 0.2;
     cases.push_back(c);
@@ -104,7 +106,7 @@ std::vector<Case> Cases() {
     cases.push_back(c);
     // Three more at 0.2 s: 6 in [0, 0.5 s] against 2 + 1 + 1: E = 2/L.
     c.name = "token bucket two over";
-    for (int i = 0; i < 3; ++i) c.records.push_back(Admitted(bucket, 200'000 + i * 1000));
+    for (int64_t i = 0; i < 3; ++i) c.records.push_back(Admitted(bucket, 200'000 + i * 1000));
     c.e_max = 1.0;
     cases.push_back(c);
   }

@@ -1,6 +1,7 @@
 #include "bench/lease_error/coordinator.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <csignal>
@@ -117,9 +118,9 @@ std::string UtcStamp() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y%m%dT%H%M%SZ", &tm);
-  return text;
+  std::array<char, 32> text{};
+  std::strftime(text.data(), text.size(), "%Y%m%dT%H%M%SZ", &tm);
+  return text.data();
 }
 
 int64_t CeilTo(int64_t t, int64_t step) { return (t + step - 1) / step * step; }
@@ -286,10 +287,10 @@ bool Sweep::Run(Plan plan, const LimitSpec& limit, const FaultSpec& fault) {
       const char* name;
       int64_t from, to, windows_from, windows_to;
     };
-    const Phase phases[] = {
-        {"before", start, fault_time, std::numeric_limits<int64_t>::min(), fault_window},
-        {"during", fault_time, recovered, fault_window, after_window},
-        {"after", recovered, end, after_window, std::numeric_limits<int64_t>::max()}};
+    const std::array<Phase, 3> phases = {
+        Phase{"before", start, fault_time, std::numeric_limits<int64_t>::min(), fault_window},
+        Phase{"during", fault_time, recovered, fault_window, after_window},
+        Phase{"after", recovered, end, after_window, std::numeric_limits<int64_t>::max()}};
     for (const Phase& phase : phases) {
       if (phase.to <= phase.from) continue;
       row.phase = phase.name;

@@ -29,9 +29,9 @@ absl::StatusOr<std::unique_ptr<CountAndFlushStore>> CountAndFlushStore::Create(
   return std::unique_ptr<CountAndFlushStore>(new CountAndFlushStore(options, *std::move(local)));
 }
 
-CountAndFlushStore::CountAndFlushStore(const CountAndFlushOptions& options,
+CountAndFlushStore::CountAndFlushStore(CountAndFlushOptions options,
                                        std::unique_ptr<MemoryStore> local)
-    : options_(options), local_(std::move(local)) {
+    : options_(std::move(options)), local_(std::move(local)) {
   flusher_ = std::thread([this] { FlushLoop(); });
 }
 

@@ -88,7 +88,7 @@ class CountAndFlushStore final : public Store {
     std::map<int64_t, int64_t> pending{};  // window -> units admitted and not yet flushed
   };
 
-  CountAndFlushStore(const CountAndFlushOptions& options, std::unique_ptr<MemoryStore> local);
+  CountAndFlushStore(CountAndFlushOptions options, std::unique_ptr<MemoryStore> local);
   void FlushLoop();
   // One flush round: every key's pending counts (and a read of its current window's count).
   void Flush();

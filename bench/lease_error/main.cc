@@ -13,6 +13,7 @@
 // bench/lease_error.sh runs the default and --full sweeps; docs/PERFORMANCE.md, "Leases: error
 // harness", says what the modes, splits and columns mean. Exit code of `run`: 0; 1 when exact mode
 // admitted more than its bound or a configuration could not run; 2 for bad options.
+#include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -54,9 +55,7 @@ std::string SelfPath() {
   return path;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app{"lease_error: over- and under-admission of N limiter instances, per store mode"};
   app.require_subcommand(1);
 
@@ -150,4 +149,19 @@ int main(int argc, char** argv) {
   }
   sweep.self = SelfPath();
   return sluice::lease_error::RunSweep(sweep);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // An exception that still gets here (out of memory, a thread that cannot start) ends the run
+  // with a message and a failure status, not an abort.
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "lease_error: fatal: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "lease_error: fatal: unknown exception\n";
+  }
+  return 1;
 }

@@ -158,6 +158,7 @@ absl::Status RedisProcess::Spawn() {
                                    "--logfile",
                                    dir_ + "/redis.log"};
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t parent = getpid();

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,7 +19,7 @@ namespace {
 
 using internal::AbslView;
 
-constexpr char kCsvHeader[] =
+constexpr std::string_view kCsvHeader =
     "stamp,sweep,mode,instances,split,schedule,algorithm,limit,period_s,limit_text,load_x,"
     "offered_x,fault,phase,windows,e_max,e_p99,e_p50,u_windows,u_max,u_p99,u_p50,decisions,"
     "admitted,errors,fallback,ambiguous,shed,late,max_late_us,p50_us,p99_us,max_us,"
@@ -52,7 +53,7 @@ Report::Report(std::string sweep, std::string stamp, const std::string& csv_path
     std::cerr << "cannot write " << csv_path << "\n";
     return;
   }
-  if (fresh) std::fputs(kCsvHeader, csv_);
+  if (fresh) std::fwrite(kCsvHeader.data(), 1, kCsvHeader.size(), csv_);
 }
 
 Report::~Report() {

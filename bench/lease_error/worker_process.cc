@@ -38,6 +38,7 @@ absl::StatusOr<WorkerProcess> WorkerProcess::Spawn(const std::string& binary,
   std::vector<std::string> all = {binary};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(all.size() + 1);
   for (std::string& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t parent = getpid();
@@ -99,14 +100,14 @@ absl::Status WorkerProcess::WaitReady(int64_t deadline_us) {
     const int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(left_ms, 1000)));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) continue;
-    char buffer[64];
-    const ssize_t r = read(from_child_, buffer, sizeof(buffer));
+    std::array<char, 64> buffer{};
+    const ssize_t r = read(from_child_, buffer.data(), buffer.size());
     if (r <= 0) {
       // The pipe closed: the worker exited (it says why on stderr).
       Reap(/*block=*/true);
       return absl::UnavailableError(absl::StrCat("worker exited with code ", code_));
     }
-    got.append(buffer, static_cast<size_t>(r));
+    got.append(buffer.data(), static_cast<size_t>(r));
     if (got.find("ready\n") != std::string::npos) return absl::OkStatus();
   }
 }
