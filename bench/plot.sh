@@ -9,15 +9,19 @@
 #                        the library, the ceiling and the peer for reference;
 #   inflight_sweep.svg   decisions/s against checks in flight (bench/inflight_sweep.sh): the
 #                        library, redis-benchmark's ceiling, the same client's ceiling for sluice's
-#                        script and the peer on the same axes.
+#                        script and the peer on the same axes;
+#   lease_error.svg      over-admission E and under-admission U against offered load, one line
+#                        per store mode (bench/lease_error.sh, its "headline" rows).
 #
 #   bench/plot.sh [CSV...]
 #
 # Without arguments, each figure uses the newest matching file in $RESULTS_DIR (default
-# bench/results); a file given on the command line replaces the newest of its kind (by the name's
-# prefix: script_cost-*_summary.csv, sluiced_bench-*.csv, inflight_sweep-*.csv). A figure whose
-# CSV is missing is skipped with a message. Writes into $OUT_DIR (default docs/img). Needs
-# gnuplot (Debian: gnuplot-nox), installed with apt-get when missing and running as root.
+# bench/results; for lease_error.svg the newest with headline rows); a file given on the command line replaces the newest of its kind (by the name's
+# prefix: script_cost-*_summary.csv, sluiced_bench-*.csv, inflight_sweep-*.csv,
+# lease_error-*.csv). A figure whose CSV is missing is skipped with a message. FIGURES, a list of
+# figure names (e.g. FIGURES=lease_error), draws only those. Writes into $OUT_DIR (default
+# docs/img). Needs gnuplot (Debian: gnuplot-nox), installed with apt-get when missing and running
+# as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RESULTS_DIR=${RESULTS_DIR:-bench/results}
@@ -42,31 +46,51 @@ newest() {  # glob -> newest file by its timestamped name, or nothing
 SCRIPT_COST=$(newest "$RESULTS_DIR/script_cost-*_summary.csv")
 SLUICED=$(newest "$RESULTS_DIR/sluiced_bench-*.csv")
 SWEEP=$(newest "$RESULTS_DIR/inflight_sweep-*.csv")
+# The newest lease_error run with headline rows (a --faults run has none).
+LEASE_ERROR=$(grep -l ',headline,' $RESULTS_DIR/lease_error-*.csv 2>/dev/null | LC_ALL=C sort |
+  tail -1 || true)
 for f in "$@"; do
   [ -f "$f" ] || { echo "no such file: $f"; exit 1; }
   case $(basename "$f") in
     script_cost-*_summary.csv) SCRIPT_COST=$f ;;
     sluiced_bench-*.csv) SLUICED=$f ;;
     inflight_sweep-*.csv) SWEEP=$f ;;
+    lease_error-*.csv) LEASE_ERROR=$f ;;
     *) echo "not a known result file: $f (script_cost-*_summary.csv, sluiced_bench-*.csv," \
-         "inflight_sweep-*.csv)"; exit 1 ;;
+         "inflight_sweep-*.csv, lease_error-*.csv)"; exit 1 ;;
   esac
 done
+
+# FIGURES: only the figures named (script_cost, sluiced_cpu, inflight_sweep, lease_error).
+if [ -n "${FIGURES:-}" ]; then
+  wanted() { [[ " ${FIGURES//,/ } " == *" $1 "* ]]; }
+  wanted script_cost || SCRIPT_COST=
+  wanted sluiced_cpu || SLUICED=
+  wanted inflight_sweep || SWEEP=
+  wanted lease_error || LEASE_ERROR=
+fi
 
 mkdir -p "$OUT_DIR"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 # The data files and gnuplot scripts are made in Python (csv, medians); gnuplot draws.
-python3 - "$WORK" "$OUT_DIR" "$SCRIPT_COST" "$SLUICED" "$SWEEP" <<'EOF'
+python3 - "$WORK" "$OUT_DIR" "$SCRIPT_COST" "$SLUICED" "$SWEEP" "$LEASE_ERROR" <<'EOF'
 import csv, os, statistics, sys
 
-work, out_dir, script_cost, sluiced, sweep = sys.argv[1:6]
+work, out_dir, script_cost, sluiced, sweep, lease_error = sys.argv[1:7]
 TERM = ("set terminal svg size {w},{h} dynamic enhanced font 'DejaVu Sans,11' "
         "background rgb 'white'\n")
 COMMON = ("set border 3 lw 1 lc rgb '#444444'\nset tics nomirror\n"
           "set grid ytics lc rgb '#dddddd' lw 1 dt 1\nset key top left reverse Left noopaque\n")
 made = []
+# FIGURES (names) restricts the figures drawn; the others are left out silently.
+only = set(os.environ.get('FIGURES', '').replace(',', ' ').split())
+
+
+def skipped(name, why):
+    if not only or name in only:
+        print(f'# {name}.svg skipped: {why}')
 
 
 def stamp_text(stamp):  # 20261203T114112Z -> 2026-12-03 11:41 UTC
@@ -130,7 +154,7 @@ plot "{work}/script_cost.dat" using (0):1:(0):2:($1-0.35):($1+0.35):5:ytic(6) \\
      NaN with boxes lc rgb '#ff7f0e' title "sluice's scripts (EVALSHA, Redis < 7)"
 ''')
 else:
-    print('# script_cost.svg skipped: no script_cost-*_summary.csv')
+    skipped('script_cost', 'no script_cost-*_summary.csv')
 
 # 2. CPU per decision by path.
 if sluiced:
@@ -178,7 +202,7 @@ plot "{work}/sluiced_cpu.dat" using 2:xtic(1) lc rgb '#2ca02c' title 'client (lo
      "" using 6:5:(sprintf('%.0f', $5)) with labels offset 0,0.7 font ',10' notitle
 ''')
 else:
-    print('# sluiced_cpu.svg skipped: no sluiced_bench-*.csv')
+    skipped('sluiced_cpu', 'no sluiced_bench-*.csv')
 
 # 3. Decisions/s against checks in flight.
 if sweep:
@@ -248,7 +272,79 @@ plot {', '.join(client_plots)}
 unset multiplot
 """)
 else:
-    print('# inflight_sweep.svg skipped: no inflight_sweep-*.csv')
+    skipped('inflight_sweep', 'no inflight_sweep-*.csv')
+
+# 4. Over- and under-admission against offered load, one line per store mode.
+if lease_error:
+    rows = [r for r in csv.DictReader(open(lease_error))
+            if r['sweep'] == 'headline' and r['phase'] == 'all' and r['fault'] == 'none']
+    # One configuration group: N = 4 when there, else the group with the most rows.
+    groups = {}
+    for r in rows:
+        key = (r['instances'], r['split'], r['schedule'], r['algorithm'], r['limit_text'])
+        groups.setdefault(key, []).append(r)
+    if groups:
+        key = max(groups, key=lambda k: (k[0] == '4', len(groups[k])))
+        rows = groups[key]
+        n, split, schedule, algorithm, limit_text = key
+        modes = [('exact', 'exact (one script per decision)', '#1f77b4', 7),
+                 ('memory', 'memory (each instance alone)', '#d62728', 5),
+                 ('count-and-flush', "count-and-flush (the peers' design, 100 ms sync)",
+                  '#ff7f0e', 9),
+                 ('lease', 'lease (lease=true)', '#2ca02c', 13)]
+        panels = {'e': [], 'u': []}
+        top = {'e': 0.0, 'u': 0.0}
+        for mode, title, colour, pt in modes:
+            mine = sorted((r for r in rows if r['mode'] == mode), key=lambda r: float(r['load_x']))
+            if not mine:
+                continue
+            dat = os.path.join(work, f'lease_error_{mode}.dat')
+            with open(dat, 'w') as f:
+                for r in mine:
+                    f.write(f"{r['load_x']}\t{r['e_max']}\t{r['e_p50']}\t{r['u_max']}\t"
+                            f"{r['u_p50']}\n")
+                    top['e'] = max(top['e'], float(r['e_max']))
+                    top['u'] = max(top['u'], float(r['u_max']))
+            for panel, col in (('e', 2), ('u', 4)):
+                panels[panel].append(f'"{dat}" using 1:{col} with linespoints lc rgb "{colour}" '
+                                     f'pt {pt} ps 0.9 lw 2 title "{gp_escape(title)}"')
+                panels[panel].append(f'"{dat}" using 1:{col + 1} with lines lc rgb "{colour}" '
+                                     f'lw 1 dt 2 notitle')
+        skipped = '' if any(r['mode'] == 'lease' for r in rows) else \
+            '; lease mode: not measured yet (the store refuses lease=true)'
+        arrivals = {'poisson': 'Poisson'}.get(schedule, schedule)
+        title = (f'Over-admission E and under-admission U against offered load: N = {n} '
+                 f'instances, {split} split, {arrivals} arrivals, {algorithm.replace("_", " ")} '
+                 f'{limit_text}\\n{{/*0.85 {stamp_text(rows[0]["stamp"])}, 2 shared cores, '
+                 f'{load_text(rows)}}}\\n{{/*0.85 solid: max over windows, dashed: median'
+                 f'{skipped}}}')
+        script('lease_error', TERM.format(w=960, h=820) + COMMON + f"""
+set output "{out_dir}/lease_error.svg"
+set multiplot
+set logscale x 10
+set xrange [0.4:130]
+set xtics (0.5, 1, 2, 5, 10, 20, 50, 100)
+set xlabel "offered load (multiples of the limit, all instances together)"
+set size 1, 0.55
+set origin 0, 0.45
+set title "{title}"
+set ylabel "E = max(0, admitted - bound) / limit"
+set yrange [0:{max(1.0, top['e'] * 1.15):.2f}]
+set key top left noenhanced
+plot {', '.join(panels['e'])}
+unset key
+set size 1, 0.45
+set origin 0, 0
+set title "U = (min(offered, limit) - admitted) / limit, windows wholly inside the run"
+set ylabel "U"
+set yrange [0:{max(0.1, top['u'] * 1.15):.2f}]
+plot {', '.join(panels['u'])}
+unset multiplot
+""")
+    else:
+        skipped('lease_error', 'no headline rows in ' + lease_error)
+else:
+    skipped('lease_error', 'no lease_error-*.csv')
 EOF
 
 for gp in "$WORK"/*.gp; do
@@ -256,4 +352,4 @@ for gp in "$WORK"/*.gp; do
   gnuplot "$gp"
   echo "# wrote $OUT_DIR/$(basename "${gp%.gp}").svg"
 done
-echo "# from: ${SCRIPT_COST:-none} ${SLUICED:-none} ${SWEEP:-none}"
+echo "# from: ${SCRIPT_COST:-none} ${SLUICED:-none} ${SWEEP:-none} ${LEASE_ERROR:-none}"
