@@ -19,6 +19,8 @@ using std::chrono::microseconds;
 // A lease's units are sized by at least this much measured time, so that one burst of a few
 // requests does not look like a huge rate.
 constexpr microseconds kMinRateWindow = std::chrono::milliseconds(10);
+// The smallest lease asked for.
+constexpr int64_t kMinWant = 2;
 
 microseconds Until(std::chrono::steady_clock::time_point at,
                    std::chrono::steady_clock::time_point now) {
@@ -95,6 +97,10 @@ int64_t LeaseStore::WantOf(const Entry& e, const Limit& limit, Time now) const {
   const microseconds target = options_.refresh_target;
   // Units used over the measured time, scaled to the refresh target, rounded up.
   const int64_t want = (e.demand * target.count() + measured.count() - 1) / measured.count();
+  // A key too quiet for 2 units per refresh stays exact: a lease of one unit would save one call
+  // and could leave that unit idle here while another instance is denied (the error harness saw
+  // it at half the limit).
+  if (want < kMinWant) return 0;
   return std::clamp<int64_t>(want, 0, std::min(options_.max_want, limit.Capacity()));
 }
 
@@ -338,7 +344,7 @@ void LeaseStore::Refill(const LimitCheck& check) {
   }
   auto pending = std::make_shared<Pending>(
       Pending{.checks = {LimitCheck{.key = check.key, .limit = check.limit, .cost = 0}},
-              .wants = {LeaseWant{.units = std::max<int64_t>(want, 1),
+              .wants = {LeaseWant{.units = std::max<int64_t>(want, kMinWant),
                                   .ttl = std::min<microseconds>(options_.ttl, check.limit.period)}},
               .sent = now});
   source_.DecideAndLease(pending->checks, pending->wants,
