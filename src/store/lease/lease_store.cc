@@ -92,9 +92,25 @@ void LeaseStore::Spend(Entry& e, int64_t cost, Time now) {
   }
 }
 
+microseconds LeaseStore::TtlOf(const Limit& limit) const {
+  const microseconds ttl = std::min<microseconds>(options_.ttl, limit.period);
+  if (limit.algorithm != Algorithm::kSlidingLog) return ttl;
+  // A leased log entry sits at the lease's end, so it counts for ttl + P where an exact one
+  // counts for P: under steady load the log admits L per P + ttl. At most P / 50 keeps that
+  // within 2 % of the limit.
+  return std::max<microseconds>(std::chrono::milliseconds(1), std::min(ttl, limit.period / 50));
+}
+
 int64_t LeaseStore::WantOf(const Entry& e, const Limit& limit, Time now) const {
   const microseconds measured = std::max(Until(now, e.since), kMinRateWindow);
-  const microseconds target = options_.refresh_target;
+  // A lease that ends after a fixed time asks for what the key uses in a quarter of it, so that
+  // the arrivals' ups and downs seldom leave units unspent at its end (they would be lost: the
+  // store counted them).
+  const bool window =
+      limit.algorithm == Algorithm::kFixedWindow || limit.algorithm == Algorithm::kSlidingWindow;
+  const microseconds target =
+      window ? microseconds(options_.refresh_target)
+             : std::min<microseconds>(options_.refresh_target, TtlOf(limit) / 4);
   // Units used over the measured time, scaled to the refresh target, rounded up.
   const int64_t want = (e.demand * target.count() + measured.count() - 1) / measured.count();
   // A key too quiet for 2 units per refresh stays exact: a lease of one unit would save one call
@@ -277,8 +293,7 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
         // One leasing call per key at a time: a concurrent miss asks for no units.
         if (e.leasing || want == 0) continue;
         e.leasing = true;
-        pass.wants[i] = LeaseWant{
-            .units = want, .ttl = std::min<microseconds>(options_.ttl, checks[i].limit.period)};
+        pass.wants[i] = LeaseWant{.units = want, .ttl = TtlOf(checks[i].limit)};
       }
     }
   }
@@ -342,11 +357,10 @@ void LeaseStore::Refill(const LimitCheck& check) {
     MutexLock lock(&s.mu);
     if (Entry* e = Find(s, check.key, check.limit, now, false)) want = WantOf(*e, check.limit, now);
   }
-  auto pending = std::make_shared<Pending>(
-      Pending{.checks = {LimitCheck{.key = check.key, .limit = check.limit, .cost = 0}},
-              .wants = {LeaseWant{.units = std::max<int64_t>(want, kMinWant),
-                                  .ttl = std::min<microseconds>(options_.ttl, check.limit.period)}},
-              .sent = now});
+  auto pending = std::make_shared<Pending>(Pending{
+      .checks = {LimitCheck{.key = check.key, .limit = check.limit, .cost = 0}},
+      .wants = {LeaseWant{.units = std::max<int64_t>(want, kMinWant), .ttl = TtlOf(check.limit)}},
+      .sent = now});
   source_.DecideAndLease(pending->checks, pending->wants,
                          [this, pending](absl::StatusOr<LeasedDecision> answer) {
                            if (!answer.ok()) refill_errors_.fetch_add(1, std::memory_order_relaxed);

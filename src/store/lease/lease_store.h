@@ -55,8 +55,9 @@ struct LeaseOptions {
   // Most units one leasing call asks for per check: enough that a key decided millions of times a
   // second refills every few tens of ms. Default: 100,000.
   int64_t max_want = 100'000;
-  // How long a lease lasts for sliding_log, token_bucket and gcra (at most the limit's period);
-  // window leases end with their window. Default: 1 s.
+  // How long a lease lasts for token_bucket and gcra (at most the limit's period) and for
+  // sliding_log (at most a 50th of the period: a leased entry counts that much longer than an
+  // exact one); window leases end with their window. Default: 1 s.
   std::chrono::milliseconds ttl{1000};
   // Taken off every lease's end on the local clock, for clock rate differences. Default: 2 ms.
   std::chrono::microseconds end_margin{2000};
@@ -149,6 +150,8 @@ class LeaseStore final : public StoreWrapper {
              const absl::StatusOr<LeasedDecision>& answer);
   size_t ShardOf(std::string_view key) const;
   int64_t WantOf(const Entry& e, const Limit& limit, Time now) const;
+  // How long a lease of `limit` is asked to last (LeaseWant::ttl).
+  std::chrono::microseconds TtlOf(const Limit& limit) const;
   // Spends `cost` from `e`'s live slots. REQUIRES: Units(e, now) >= cost.
   void Spend(Entry& e, int64_t cost, Time now);
   // Units of `e` spendable at `now`; counts and clears slots that ended.

@@ -146,7 +146,7 @@ TEST_P(RedisLeaseTest, DenialsAreAnsweredLocally) {
 TEST_P(RedisLeaseTest, LeaseDecidesWhileRedisIsPaused) {
   EnsureHourRoom();
   absl::StatusOr<std::unique_ptr<RedisStore>> store =
-      MakeLeasedStore(*server_, milliseconds(300), "&lease_refresh_ms=60000");
+      MakeLeasedStore(*server_, milliseconds(300), "&lease_refresh_ms=60000&lease_ttl_ms=60000");
   ASSERT_TRUE(store.ok()) << store.status();
   const Limit limit = LimitOf(100'000);
   // The first request is exact; the second leases what the rate asks for (here the cap).
