@@ -181,8 +181,7 @@ TEST_P(RedisLeaseTest, UnspentUnitsGoBackOnShutdown) {
     ASSERT_TRUE((*store)->Check("k", limit)->allowed);
     ASSERT_GT((*store)->Stats().lease.units_granted, 0u);
   }
-  absl::StatusOr<std::unique_ptr<RedisStore>> other =
-      MakeLeasedStore(*server_, milliseconds(5000));
+  absl::StatusOr<std::unique_ptr<RedisStore>> other = MakeLeasedStore(*server_, milliseconds(5000));
   ASSERT_TRUE(other.ok()) << other.status();
   int admitted = 0;
   for (int i = 0; i < 200; ++i) admitted += (*other)->Check("k", limit)->allowed ? 1 : 0;
