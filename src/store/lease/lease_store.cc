@@ -21,6 +21,8 @@ using std::chrono::microseconds;
 constexpr microseconds kMinRateWindow = std::chrono::milliseconds(10);
 // The smallest lease asked for.
 constexpr int64_t kMinWant = 2;
+// A lease asks for at most this share of the capacity (1 / kCapacityShare).
+constexpr int64_t kCapacityShare = 8;
 
 microseconds Until(std::chrono::steady_clock::time_point at,
                    std::chrono::steady_clock::time_point now) {
@@ -116,8 +118,11 @@ int64_t LeaseStore::WantOf(const Entry& e, const Limit& limit, Time now) const {
   // A key too quiet for 2 units per refresh stays exact: a lease of one unit would save one call
   // and could leave that unit idle here while another instance is denied (the error harness saw
   // it at half the limit).
-  if (want < kMinWant) return 0;
-  return std::clamp<int64_t>(want, 0, std::min(options_.max_want, limit.Capacity()));
+  // And no lease is more than an eighth of the capacity: a small limit (under 16) is never
+  // leased, where a few units idle at one instance would be a large share of it.
+  const int64_t most = std::min(options_.max_want, limit.Capacity() / kCapacityShare);
+  if (std::min(want, most) < kMinWant) return 0;
+  return std::min(want, most);
 }
 
 LeaseStore::Entry* LeaseStore::Find(Shard& s, std::string_view key, const Limit& limit, Time now,
