@@ -5,6 +5,7 @@
 #include <functional>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
 #include "spdlog/spdlog.h"
 
@@ -170,40 +171,15 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
   const Time now = clock_.Now();
   // The shards of the checks, locked in ascending order (a multi-limit check holds them all, so
   // that it spends from every lease or from none).
-  std::array<size_t, 8> small{};
-  std::vector<size_t> many;
-  std::span<size_t> order;
-  if (checks.size() <= small.size()) {
-    for (size_t i = 0; i < checks.size(); ++i) small[i] = ShardOf(checks[i].key);
-    order = std::span<size_t>(small.data(), checks.size());
-  } else {
-    for (const LimitCheck& c : checks) many.push_back(ShardOf(c.key));
-    order = many;
-  }
-  std::vector<size_t> sorted_many;
-  std::array<size_t, 8> sorted_small{};
-  std::span<size_t> sorted;
-  if (order.size() <= sorted_small.size()) {
-    std::copy(order.begin(), order.end(), sorted_small.begin());
-    sorted = std::span<size_t>(sorted_small.data(), order.size());
-  } else {
-    sorted_many.assign(order.begin(), order.end());
-    sorted = sorted_many;
-  }
+  // Small buffers (absl::InlinedVector): no allocation for a request of up to 8 limits.
+  absl::InlinedVector<size_t, 8> order;
+  for (const LimitCheck& c : checks) order.push_back(ShardOf(c.key));
+  absl::InlinedVector<size_t, 8> sorted(order.begin(), order.end());
   std::sort(sorted.begin(), sorted.end());
-  const auto last = std::unique(sorted.begin(), sorted.end());
-  sorted = sorted.subspan(0, static_cast<size_t>(last - sorted.begin()));
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   for (size_t shard : sorted) shards_[shard].mu.Lock();
 
-  std::array<Entry*, 8> entries_small{};
-  std::vector<Entry*> entries_many;
-  std::span<Entry*> entries;
-  if (checks.size() <= entries_small.size()) {
-    entries = std::span<Entry*>(entries_small.data(), checks.size());
-  } else {
-    entries_many.resize(checks.size());
-    entries = entries_many;
-  }
+  absl::InlinedVector<Entry*, 8> entries(checks.size(), nullptr);
   bool all_units = true;
   bool any_denied = false;
   for (size_t i = 0; i < checks.size(); ++i) {
