@@ -25,7 +25,7 @@ TSAN_TESTS=(
   health_test http_server_test
   middleware_test middleware_failure_test middleware_guard_test beast_test beast_server_test
   grpc_h2_server_test per_second_store_test lease_store_test over_limit_store_test
-  redis_lease_test redis_lease_store_test
+  redis_lease_test redis_lease_store_test lease_maintenance_test redis_lease_maintenance_test
 )
 # Untrusted bytes are parsed here: URLs, RESP, config, /json, keys, client addresses; and the
 # replayed fuzz corpora.

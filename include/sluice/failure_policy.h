@@ -9,7 +9,8 @@
 //   - kAllow: fail open, allowed = true;
 //   - kDeny: fail closed, allowed = false (HTTP middleware answers 503, not 429);
 //   - kLocal: decide with an in-process memory store, the limit divided by `expected_instances`
-//     (rate-limiter-flexible's "insurance limiter"): each instance then admits about its share.
+//     (rate-limiter-flexible's "insurance limiter"): each instance then admits about its share;
+//     with `divide_by_leaseholders`, by the instances a leased Redis store last counted, when more.
 // Every policy decision has `from_fallback = true` and is counted. The answer (the mode, and the
 // instances of kLocal) may be changed while the wrapper runs (SetAnswer()), as the HTTP middleware
 // does when its config is reloaded. After `breaker_failure_threshold` consecutive failures the
@@ -52,6 +53,13 @@ struct FailurePolicy {
   FailureMode mode = FailureMode::kPropagate;
   // kLocal: limits (and bursts) are divided by this, rounded down, at least 1. Default: 1.
   int64_t expected_instances = 1;
+  // kLocal: divide by the instances the store last saw sharing its limits when that is more
+  // than `expected_instances` (Store::SharingInstances(): a Redis store with `lease=true` counts
+  // the instances announced as leaseholders, docs/redis.md "Leases"). Through an outage each
+  // instance then admits about limit / N, so all of them together about the limit, rather than
+  // each the whole limit. It only ever makes a share smaller, and does nothing without leases.
+  // Default: true.
+  bool divide_by_leaseholders = true;
   // kDeny: the retry_after of a denial. Default: 1 s.
   std::chrono::microseconds deny_retry_after = std::chrono::seconds(1);
   // Consecutive store failures that open the breaker; 0 disables the breaker. Default: 5.

@@ -22,7 +22,12 @@ struct LeaseStats {
   uint64_t units_expired = 0;   // granted units whose lease ended unspent (stranded)
   uint64_t refunds = 0;         // refund script calls
   uint64_t units_refunded = 0;  // units given back
-  uint64_t keys = 0;            // keys held now
+  // of which from sliding-log, token-bucket and GCRA leases about to end unspent
+  uint64_t units_refunded_ending = 0;
+  // instances (this one included) counted as leaseholders at the last announcement; 0 before
+  // the first was answered
+  uint64_t instances_seen = 0;
+  uint64_t keys = 0;  // keys held now
 };
 
 }  // namespace sluice

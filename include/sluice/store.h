@@ -144,6 +144,14 @@ class Store {
     return std::nullopt;
   }
 
+  // Store::SharingInstances()
+  //
+  // How many instances (this one included) the store last saw sharing its limits, or nullopt
+  // when it does not know: a Redis store with leases counts the instances that announced
+  // themselves as leaseholders (docs/redis.md, "Leases"). A failure policy may divide each limit
+  // by it during an outage (FailurePolicy::divide_by_leaseholders). Default: nullopt.
+  virtual std::optional<int64_t> SharingInstances() const { return std::nullopt; }
+
  private:
   friend class StoreWrapper;
 

@@ -63,6 +63,15 @@ class StoreWrapper : public Store {
     return DecideLocallyOn(*inner_, checks);
   }
 
+  std::optional<int64_t> SharingInstances() const override { return SharingInstancesOn(*inner_); }
+
+  // StoreWrapper::SharingInstancesOn()
+  //
+  // Calls `store`'s SharingInstances().
+  static std::optional<int64_t> SharingInstancesOn(const Store& store) {
+    return store.SharingInstances();
+  }
+
   // StoreWrapper::DecideLocallyOn()
   //
   // Calls `store`'s DecideLocally() (the checks were validated on their way in).

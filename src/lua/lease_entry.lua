@@ -26,6 +26,16 @@
 --                                unspent  u64  units given back, [1, granted]
 -- Returns now_us, then the units each refund gave back: 1 + n little-endian 64-bit integers.
 --
+-- lease_holders: records this instance as a leaseholder and counts the instances recorded, so
+-- that a failure policy can cut each limit to one instance's share during an outage (docs/redis.md,
+-- "Leases", "Outage").
+--   keys[1]                    the holders key: a sorted set of instance ids scored by the
+--                              microsecond their record ends
+--   args[kArgvBase + 1]        this instance's id, 1 to kMaxHolderIdBytes bytes
+--   args[kArgvBase + 2]        how long its record lasts, microseconds, [1 ms, 1 hour], decimal
+-- Drops the records that ended, records (or renews) this instance's unless kMaxHolders others are
+-- recorded, and returns the number of records (an integer reply).
+--
 -- Errors: 'SLUICE_BADARG ...' for invalid arguments, raised before anything is read or written.
 
 local kWantFormat = '<I8I8'
@@ -33,6 +43,11 @@ local kWantBytes = 16
 local kRefundFormat = '<I8I8I8'
 local kRefundBytes = 24
 local kMinLeaseTtlUs = 1000
+local kMaxHolderIdBytes = 64
+local kMaxHolderTtlUs = 3600000000
+-- Bounds the holders key whatever ids are sent: past it, new ids are counted as none (the count
+-- is then already far above any real deployment's, so shares are only smaller).
+local kMaxHolders = 10000
 
 -- Returns how many entries of `record` have not ended at `now`.
 local function RunningLeases(record, now)
@@ -419,4 +434,33 @@ local function LeaseRefund(keys, args)
     reply[i + 1] = given
   end
   return Pack('<' .. string.rep('i8', 1 + n), unpack(reply, 1, 1 + n))
+end
+
+local function LeaseHolders(keys, args)
+  if not Call then
+    Init()
+  end
+  if #keys ~= 1 or #args ~= kArgvBase + 2 then
+    Fail('expected one key (the holders key), an instance id and a ttl')
+  end
+  local id = args[kArgvBase + 1]
+  if #id < 1 or #id > kMaxHolderIdBytes then
+    Fail('instance id: 1 to ' .. kMaxHolderIdBytes .. ' bytes')
+  end
+  local ttl = ParseInt(args[kArgvBase + 2], kMinLeaseTtlUs, kMaxHolderTtlUs)
+  if ttl == nil then
+    Fail('ttl_us: must be an integer in [' .. kMinLeaseTtlUs .. ', ' .. kMaxHolderTtlUs .. ']')
+  end
+  local now = NowMicros(args)
+  local key = keys[1]
+  Call('ZREMRANGEBYSCORE', key, '-inf', Format('%d', now))
+  local count = Call('ZCARD', key)
+  if count < kMaxHolders or Call('ZSCORE', key, id) then
+    Call('ZADD', key, Format('%d', now + ttl), id)
+  end
+  -- The key lasts as long as its latest record (records may differ in ttl).
+  local last = Call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local ends = ToNumber(last[2])
+  SetExpiry(key, CeilDiv(ends, 1000), now)
+  return Call('ZCARD', key)
 end

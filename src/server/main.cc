@@ -67,6 +67,11 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
   app.add_option("--expected-instances", s.expected_instances,
                  "Failure mode local: divide limits by this many instances")
       ->capture_default_str();
+  app.add_option("--divide-by-leaseholders", s.divide_by_leaseholders,
+                 "Failure mode local with a lease=true store: divide limits by the instances it "
+                 "last counted as leaseholders, when more than --expected-instances")
+      ->envname("SLUICE_DIVIDE_BY_LEASEHOLDERS")
+      ->capture_default_str();
   app.add_option("--memory-store-max-bytes", s.memory_store_max_bytes,
                  "--store memory: bound on the bytes its entries take (keys and slots); new keys "
                  "beyond it evict the soonest-expiring ones")

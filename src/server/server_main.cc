@@ -80,7 +80,9 @@ absl::StatusOr<Stores> MakeStores(const ServerSettings& s) {
   // several descriptors is split into one atomic call per slot, as envoyproxy/ratelimit does per
   // descriptor (docs/redis.md, "Keys on Redis Cluster"). One server ignores this.
   const OpenStoreOptions options{
-      .policy = FailurePolicy{.mode = *mode, .expected_instances = s.expected_instances},
+      .policy = FailurePolicy{.mode = *mode,
+                              .expected_instances = s.expected_instances,
+                              .divide_by_leaseholders = s.divide_by_leaseholders},
       .memory = MemoryStoreOptions{.max_bytes = s.memory_store_max_bytes},
       .key_prefix = s.key_prefix,
       .cross_slot = CrossSlot::kSplit,

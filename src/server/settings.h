@@ -60,6 +60,8 @@ struct ServerSettings {
   std::string per_second_store{};
   std::string failure_mode = "error";
   int64_t expected_instances = 1;
+  // Failure mode local: divide by the leaseholders a leased Redis store counted, when more.
+  bool divide_by_leaseholders = true;
   size_t memory_store_max_bytes = MemoryStoreOptions{}.max_bytes;
   // Redis: prefix of every key (CACHE_KEY_PREFIX); empty keeps the store's default.
   std::string key_prefix{};

@@ -447,8 +447,13 @@ std::string Metrics::Render() const {
               l.units_expired);
       counter("sluice_lease_refunds_total", "Refund script calls.", l.refunds);
       counter("sluice_lease_units_refunded_total", "Units given back to Redis.", l.units_refunded);
+      counter("sluice_lease_units_refunded_ending_total",
+              "Units given back from leases about to end unspent.", l.units_refunded_ending);
       header("sluice_lease_keys", "gauge", "Keys with a lease, a denial or a rate held.");
       absl::StrAppend(&out, "sluice_lease_keys ", l.keys, "\n");
+      header("sluice_lease_instances_seen", "gauge",
+             "Instances counted as leaseholders at the last announcement (0: none answered).");
+      absl::StrAppend(&out, "sluice_lease_instances_seen ", l.instances_seen, "\n");
     }
   }
   if (state.memory.has_value()) {

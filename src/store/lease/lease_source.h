@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
@@ -63,6 +64,7 @@ class LeaseSource {
  public:
   using LeaseCallback = absl::AnyInvocable<void(absl::StatusOr<LeasedDecision>) &&>;
   using RefundCallback = absl::AnyInvocable<void(absl::Status) &&>;
+  using HoldersCallback = absl::AnyInvocable<void(absl::StatusOr<int64_t>) &&>;
 
   virtual ~LeaseSource() = default;
 
@@ -81,6 +83,18 @@ class LeaseSource {
   // or whose state is gone, changes nothing. At most as many refunds per call as checks per
   // CheckAll() call.
   virtual void Refund(std::span<const LeaseRefund> refunds, RefundCallback done) = 0;
+
+  // LeaseSource::Announce()
+  //
+  // Records the instance `id` (1 to 64 bytes) as a leaseholder for `ttl` (1 ms to 1 hour) on the
+  // store's clock, and answers how many instances are recorded now, this one included (at most
+  // 10,000). A failure policy divides a limit by it during an outage (docs/redis.md, "Leases").
+  // Default: Unimplemented (a source that cannot count its holders).
+  virtual void Announce(std::string_view id, std::chrono::microseconds ttl, HoldersCallback done) {
+    (void)id;
+    (void)ttl;
+    std::move(done)(absl::UnimplementedError("this lease source does not count its holders"));
+  }
 };
 
 }  // namespace sluice::internal

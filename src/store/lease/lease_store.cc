@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <condition_variable>
 #include <functional>
+#include <random>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
 #include "src/util/strings.h"
@@ -30,6 +32,19 @@ microseconds Until(std::chrono::steady_clock::time_point at,
   return at > now ? duration_cast<microseconds>(at - now) : microseconds::zero();
 }
 
+// A random id for this instance's record among the leaseholders: 32 hex digits, so that two
+// instances never share one.
+std::string NewHolderId() {
+  std::random_device random;
+  std::string id;
+  for (int i = 0; i < 4; ++i) absl::StrAppend(&id, absl::Hex(random(), absl::kZeroPad8));
+  return id;
+}
+
+bool IsWindow(Algorithm algorithm) {
+  return algorithm == Algorithm::kFixedWindow || algorithm == Algorithm::kSlidingWindow;
+}
+
 bool HasRepeatedKey(std::span<const LimitCheck> checks) {
   for (size_t i = 1; i < checks.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
@@ -49,20 +64,44 @@ struct LeaseStore::Pending {
 };
 
 LeaseStore::LeaseStore(Store& inner, LeaseSource& source, const LeaseOptions& options)
-    : StoreWrapper(inner),
-      source_(source),
-      options_(options),
-      clock_(options.clock != nullptr ? *options.clock : Clock::Real()) {}
+    : LeaseStore(&inner, nullptr, source, options) {}
 
 LeaseStore::LeaseStore(std::unique_ptr<Store> owned, LeaseSource& source,
                        const LeaseOptions& options)
-    : StoreWrapper(*owned),
+    : LeaseStore(nullptr, std::move(owned), source, options) {}
+
+LeaseStore::LeaseStore(Store* inner, std::unique_ptr<Store> owned, LeaseSource& source,
+                       const LeaseOptions& options)
+    : StoreWrapper(inner != nullptr ? *inner : *owned),
       source_(source),
       options_(options),
       clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
-      owned_(std::move(owned)) {}
+      holder_id_(NewHolderId()),
+      instances_seen_(std::make_shared<std::atomic<int64_t>>(0)),
+      owned_(std::move(owned)) {
+  if (options_.maintain_every > std::chrono::milliseconds::zero()) {
+    maintainer_ = std::thread([this] {
+      std::unique_lock<Mutex> lock(maintain_mu_);
+      while (!maintain_cv_.wait_for(lock, options_.maintain_every, [this] { return stopping_; })) {
+        lock.unlock();
+        Maintain();
+        lock.lock();
+      }
+    });
+  }
+}
 
-LeaseStore::~LeaseStore() { RefundAll(std::chrono::seconds(1)); }
+LeaseStore::~LeaseStore() {
+  if (maintainer_.joinable()) {
+    {
+      MutexLock lock(&maintain_mu_);
+      stopping_ = true;
+    }
+    maintain_cv_.notify_all();
+    maintainer_.join();
+  }
+  RefundAll(std::chrono::seconds(1));
+}
 
 size_t LeaseStore::ShardOf(std::string_view key) const {
   return absl::HashOf(AbslView(key)) % kShards;
@@ -444,6 +483,10 @@ void LeaseStore::RefundAll(std::chrono::milliseconds wait) {
       }
     }
   }
+  SendRefunds(refunds, wait);
+}
+
+void LeaseStore::SendRefunds(std::span<const LeaseRefund> refunds, std::chrono::milliseconds wait) {
   if (refunds.empty()) return;
   struct Wait {
     Mutex mu;
@@ -462,15 +505,63 @@ void LeaseStore::RefundAll(std::chrono::milliseconds wait) {
       MutexLock lock(&w->mu);
       ++w->outstanding;
     }
-    source_.Refund(std::span<const LeaseRefund>(refunds.data() + at, n), [w](absl::Status status) {
+    source_.Refund(refunds.subspan(at, n), [w](absl::Status status) {
       if (!status.ok()) spdlog::warn("lease refund failed: {}", status.ToString());
       MutexLock lock(&w->mu);
       --w->outstanding;
       w->cv.notify_all();
     });
   }
+  if (wait <= std::chrono::milliseconds::zero()) return;
   std::unique_lock<Mutex> lock(w->mu);
   w->cv.wait_for(lock, wait, [&] { return w->outstanding == 0; });
+}
+
+std::vector<LeaseRefund> LeaseStore::TakeEnding(Time now) {
+  // A round every maintain_every: a lease ending before the round after next is given back now.
+  const microseconds horizon = 2 * duration_cast<microseconds>(options_.maintain_every);
+  std::vector<LeaseRefund> refunds;
+  for (Shard& s : shards_) {
+    MutexLock lock(&s.mu);
+    for (auto& [key, e] : s.entries) {
+      if (IsWindow(e.limit.algorithm)) continue;
+      for (Slot& slot : e.slots) {
+        if (slot.units == 0 || slot.until <= now) continue;
+        const microseconds length(slot.grant.ends_us - slot.grant.now_us);
+        if (Until(slot.until, now) > std::max(horizon, length / 4)) continue;
+        refunds.push_back(LeaseRefund{.check = {.key = key, .limit = e.limit, .cost = 0},
+                                      .grant = slot.grant,
+                                      .unspent = slot.units});
+        slot = Slot{};
+      }
+    }
+  }
+  return refunds;
+}
+
+void LeaseStore::Maintain() {
+  const Time now = clock_.Now();
+  std::vector<LeaseRefund> ending = TakeEnding(now);
+  uint64_t units = 0;
+  for (const LeaseRefund& r : ending) units += static_cast<uint64_t>(r.unspent);
+  units_refunded_ending_.fetch_add(units, std::memory_order_relaxed);
+  SendRefunds(ending, std::chrono::milliseconds::zero());
+  {
+    MutexLock lock(&maintain_mu_);
+    if (now < next_announce_) return;
+    next_announce_ = now + options_.announce_every;
+  }
+  source_.Announce(holder_id_, 3 * duration_cast<microseconds>(options_.announce_every),
+                   [seen = instances_seen_](absl::StatusOr<int64_t> count) {
+                     // Unanswered: the last count stands (an outage is when it is needed).
+                     if (count.ok()) seen->store(*count, std::memory_order_relaxed);
+                   });
+}
+
+std::optional<int64_t> LeaseStore::SharingInstances() const {
+  const int64_t seen = instances_seen_->load(std::memory_order_relaxed);
+  if (seen <= 0) return std::nullopt;
+  return seen;
 }
 
 LeaseStats LeaseStore::Stats() const {
@@ -487,6 +578,9 @@ LeaseStats LeaseStore::Stats() const {
       .units_expired = get(units_expired_),
       .refunds = get(refunds_),
       .units_refunded = get(units_refunded_),
+      .units_refunded_ending = get(units_refunded_ending_),
+      .instances_seen = static_cast<uint64_t>(
+          std::max<int64_t>(0, instances_seen_->load(std::memory_order_relaxed))),
       .keys = static_cast<uint64_t>(std::max<int64_t>(0, keys_.load(std::memory_order_relaxed)))};
 }
 

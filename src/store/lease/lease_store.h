@@ -19,7 +19,13 @@
 //
 // Outage: a live lease keeps deciding while Redis is away; a failure policy in front of this store
 // asks DecideLocally() while its breaker is open. When the lease is spent or ended, the failure
-// policy answers.
+// policy answers, and may cut each limit to one share of the instances this store last saw
+// announce themselves as leaseholders (SharingInstances()).
+//
+// Maintenance (Maintain(), on a thread of this store every `maintain_every`): the unspent units of
+// a sliding-log, token-bucket or GCRA lease about to end go back to the store (a window's units
+// end with their window anyway), and the instance announces itself as a leaseholder every
+// `announce_every`.
 //
 // Thread safety: thread-safe. Hot path: one lock of the key's shard (of kShards), no allocation
 // beyond what Store's conveniences make.
@@ -29,12 +35,14 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -64,6 +72,12 @@ struct LeaseOptions {
   // Keys held (with a lease, a denial, or a rate being measured); a full table leases no new key
   // (its decisions are exact calls) until idle keys are swept. Default: 100,000.
   size_t max_keys = 100'000;
+  // How often a thread of the store runs Maintain(); 0 starts no thread (the owner calls
+  // Maintain(), as tests on a manual clock do). Default: 100 ms.
+  std::chrono::milliseconds maintain_every{100};
+  // How often the instance announces itself as a leaseholder; its record lasts three times as
+  // long, so an instance that stops counts for at most that. Default: 1 s.
+  std::chrono::milliseconds announce_every{1000};
   // Steady time for lease ends and rates. Not owned. Default (nullptr): Clock::Real().
   Clock* clock = nullptr;
 };
@@ -87,6 +101,19 @@ class LeaseStore final : public StoreWrapper {
   bool AnswersInline() const override { return false; }
 
   LeaseStats Stats() const;
+
+  // LeaseStore::Maintain()
+  //
+  // One round of maintenance at the clock's now: gives back the unspent units of every
+  // sliding-log, token-bucket and GCRA lease that ends before the round after next would run
+  // (within 2 x maintain_every, or a quarter of the lease's length when that is longer; a round
+  // every 100 ms cannot catch a lease that lasts less), one refund call per 64 leases; and
+  // announces this instance when `announce_every` has passed since its last announcement.
+  void Maintain();
+
+  // The instances the last announcement counted (this one included), or nullopt before one was
+  // answered.
+  std::optional<int64_t> SharingInstances() const override;
 
   // LeaseStore::RefundAll()
   //
@@ -140,6 +167,10 @@ class LeaseStore final : public StoreWrapper {
   };
   struct Pending;
 
+  // The constructors' common part: wraps `inner`, or when it is null `owned`, which it owns.
+  LeaseStore(Store* inner, std::unique_ptr<Store> owned, LeaseSource& source,
+             const LeaseOptions& options);
+
   // Tries to decide `checks` from memory; with `plan_call`, says what to ask the store for when
   // it cannot (and marks the keys as leasing).
   LocalPass Pass(std::span<const LimitCheck> checks, bool plan_call);
@@ -159,6 +190,11 @@ class LeaseStore final : public StoreWrapper {
   Entry* Find(Shard& s, std::string_view key, const Limit& limit, Time now, bool create)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   void SweepIfFull(Shard& s, Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Sends `refunds` in calls of at most 64; with `wait`, waits up to it for the answers.
+  void SendRefunds(std::span<const LeaseRefund> refunds, std::chrono::milliseconds wait);
+  // The unspent units of non-window leases ending within their refund horizon at `now`, taken
+  // out of their slots.
+  std::vector<LeaseRefund> TakeEnding(Time now);
 
   LeaseSource& source_;
   const LeaseOptions options_;
@@ -168,6 +204,17 @@ class LeaseStore final : public StoreWrapper {
       refill_errors_{0}, exact_calls_{0}, grants_{0}, units_granted_{0}, units_expired_{0},
       refunds_{0}, units_refunded_{0};
   std::atomic<int64_t> keys_{0};
+  // This instance's id in the leaseholders' records, and what the last announcement counted
+  // (0: none answered yet); shared with announcements in flight, which may outlive the store.
+  const std::string holder_id_;
+  std::shared_ptr<std::atomic<int64_t>> instances_seen_;
+  std::atomic<uint64_t> units_refunded_ending_{0};
+  // The maintenance thread (maintain_every > 0) and how it is told to stop.
+  Mutex maintain_mu_;
+  Time next_announce_ ABSL_GUARDED_BY(maintain_mu_){};
+  std::condition_variable_any maintain_cv_;
+  bool stopping_ ABSL_GUARDED_BY(maintain_mu_) = false;
+  std::thread maintainer_;
   // Declared last: destroyed first (see the constructor).
   std::unique_ptr<Store> owned_;
 };

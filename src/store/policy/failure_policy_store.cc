@@ -219,7 +219,11 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
         answer.mode == FailureMode::kLocal ? local_.load(std::memory_order_acquire) : nullptr;
     if (local != nullptr) {
       fallback_decisions_.fetch_add(1, std::memory_order_relaxed);
-      absl::StatusOr<MultiDecision> decided = local->Decide(checks, answer.expected_instances);
+      int64_t instances = answer.expected_instances;
+      if (policy_.divide_by_leaseholders) {
+        instances = std::max(instances, SharingInstancesOn(inner()).value_or(0));
+      }
+      absl::StatusOr<MultiDecision> decided = local->Decide(checks, instances);
       if (decided.ok()) local_decisions_.fetch_add(1, std::memory_order_relaxed);
       return decided;
     }

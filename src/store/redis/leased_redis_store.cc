@@ -32,6 +32,7 @@ class LeasedRedisStore final : public RedisStore {
   std::optional<MultiDecision> DecideLocally(std::span<const LimitCheck> checks) override {
     return lease_->DecideLocally(checks);
   }
+  std::optional<int64_t> SharingInstances() const override { return lease_->SharingInstances(); }
 
  private:
   // Owned by lease_, which gives back its unspent units through it before it goes.

@@ -24,6 +24,7 @@ extern const std::string_view kCheckGcraLua;
 extern const std::string_view kCheckAllLua;
 extern const std::string_view kLeaseAllLua;
 extern const std::string_view kLeaseRefundLua;
+extern const std::string_view kLeaseHoldersLua;
 extern const std::string_view kLibraryLua;
 }  // namespace internal
 
@@ -247,6 +248,14 @@ absl::StatusOr<LeaseRefundReply> ParseLeaseRefundReply(const RedisReply& reply, 
   return out;
 }
 
+absl::StatusOr<int64_t> ParseLeaseHoldersReply(const RedisReply& reply) {
+  // lease_holders keeps at most 10,000 records (kMaxHolders in lease_entry.lua).
+  if (!reply.is_integer() || reply.integer() < 0 || reply.integer() > 10'000) {
+    return absl::InternalError("redis lease_holders: expected an integer count in [0, 10000]");
+  }
+  return reply.integer();
+}
+
 std::string Sha1Hex(std::string_view bytes) {
   static constexpr std::string_view kHex = "0123456789abcdef";
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
@@ -327,8 +336,14 @@ const LuaScript& LeaseRefundScript() {
   return *script;
 }
 
+const LuaScript& LeaseHoldersScript() {
+  static const LuaScript* const script = new LuaScript(
+      MakeLibraryScript("lease_holders", internal::kLeaseHoldersLua, ProductionLibrary()));
+  return *script;
+}
+
 std::span<const LuaScript* const> ProductionScripts() {
-  static const std::array<const LuaScript*, kAlgorithmCount + 3> scripts = {
+  static const std::array<const LuaScript*, kAlgorithmCount + 4> scripts = {
       &CheckScript(Algorithm::kFixedWindow),
       &CheckScript(Algorithm::kSlidingWindow),
       &CheckScript(Algorithm::kSlidingLog),
@@ -336,7 +351,8 @@ std::span<const LuaScript* const> ProductionScripts() {
       &CheckScript(Algorithm::kGcra),
       &CheckAllScript(),
       &LeaseAllScript(),
-      &LeaseRefundScript()};
+      &LeaseRefundScript(),
+      &LeaseHoldersScript()};
   return scripts;
 }
 

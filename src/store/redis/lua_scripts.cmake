@@ -11,6 +11,7 @@
 #                        'return CheckAll(KEYS, ARGV)'
 #   lease_all          = check_all's pieces + lease_entry + 'return LeaseAll(KEYS, ARGV)'
 #   lease_refund       = check_all's pieces + lease_entry + 'return LeaseRefund(KEYS, ARGV)'
+#   lease_holders      = check_all's pieces + lease_entry + 'return LeaseHolders(KEYS, ARGV)'
 #   ..._for_test       likewise, with time_for_test instead of time
 # "<algorithm>" is lease_record + <algorithm> for the token bucket and GCRA, whose states carry
 # a lease record.
@@ -102,7 +103,7 @@ sluice_lua_script(check_all_for_test kCheckAllLuaForTest cc
                          check_all_entry.lua)
 list(APPEND SLUICE_LUA_FOR_TEST_SOURCES ${cc})
 # The leasing scripts: check_all's pieces and lease_entry.
-foreach(entry IN ITEMS lease_all:LeaseAll lease_refund:LeaseRefund)
+foreach(entry IN ITEMS lease_all:LeaseAll lease_refund:LeaseRefund lease_holders:LeaseHolders)
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 camel)

@@ -103,7 +103,7 @@ const LuaScript& CheckScript();
 // ProductionScripts()
 //
 // Returns every production script: the five single-check scripts, then CheckAllScript(),
-// LeaseAllScript() and LeaseRefundScript().
+// LeaseAllScript(), LeaseRefundScript() and LeaseHoldersScript().
 std::span<const LuaScript* const> ProductionScripts();
 
 // ProductionLibrary()
@@ -116,11 +116,12 @@ const LuaLibrary& ProductionLibrary();
 // Returns the all-or-nothing multi-check script, which takes `now` from Redis TIME.
 const LuaScript& CheckAllScript();
 
-// LeaseAllScript(), LeaseRefundScript()
+// LeaseAllScript(), LeaseRefundScript(), LeaseHoldersScript()
 //
 // Return the leasing scripts, which take `now` from Redis TIME.
 const LuaScript& LeaseAllScript();
 const LuaScript& LeaseRefundScript();
+const LuaScript& LeaseHoldersScript();
 
 // MakeLuaScript()
 //
@@ -220,6 +221,12 @@ struct LeaseRefundReply {
 // Returns the reply of lease_refund for `refunds` refunds, or Internal when it does not have the
 // documented shape (units given back outside [0, 2^32]).
 absl::StatusOr<LeaseRefundReply> ParseLeaseRefundReply(const RedisReply& reply, size_t refunds);
+
+// ParseLeaseHoldersReply()
+//
+// Returns the number of instances a lease_holders reply counted, or Internal when it is not an
+// integer in [0, 10000].
+absl::StatusOr<int64_t> ParseLeaseHoldersReply(const RedisReply& reply);
 
 // Sha1Hex()
 //

@@ -13,6 +13,7 @@ extern const std::string_view kCheckGcraLuaForTest;
 extern const std::string_view kCheckAllLuaForTest;
 extern const std::string_view kLeaseAllLuaForTest;
 extern const std::string_view kLeaseRefundLuaForTest;
+extern const std::string_view kLeaseHoldersLuaForTest;
 extern const std::string_view kLibraryLuaForTest;
 }  // namespace internal
 
@@ -55,6 +56,12 @@ const LuaScript& LeaseAllScriptForTest() {
 const LuaScript& LeaseRefundScriptForTest() {
   static const LuaScript* const script = new LuaScript(
       MakeLibraryScript("lease_refund", internal::kLeaseRefundLuaForTest, LibraryForTest()));
+  return *script;
+}
+
+const LuaScript& LeaseHoldersScriptForTest() {
+  static const LuaScript* const script = new LuaScript(
+      MakeLibraryScript("lease_holders", internal::kLeaseHoldersLuaForTest, LibraryForTest()));
   return *script;
 }
 

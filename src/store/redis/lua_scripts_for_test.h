@@ -26,9 +26,10 @@ const LuaScript& CheckScriptForTest(Algorithm algorithm);
 // CheckAllScriptForTest()
 const LuaScript& CheckAllScriptForTest();
 
-// LeaseAllScriptForTest(), LeaseRefundScriptForTest()
+// LeaseAllScriptForTest(), LeaseRefundScriptForTest(), LeaseHoldersScriptForTest()
 const LuaScript& LeaseAllScriptForTest();
 const LuaScript& LeaseRefundScriptForTest();
+const LuaScript& LeaseHoldersScriptForTest();
 
 }  // namespace sluice
 

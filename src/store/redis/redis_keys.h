@@ -71,6 +71,12 @@ class RedisKeyScheme {
   // tag (SplitKey()), so keys with one tag share it.
   std::string HashTag(std::string_view key) const;
 
+  // RedisKeyScheme::HoldersKey()
+  //
+  // Returns the key of the leaseholders' records (lease_holders): "<prefix>lease:holders". No
+  // state key is shaped like it (each has a '{' right after the prefix).
+  std::string HoldersKey() const { return prefix_ + "lease:holders"; }
+
   const std::string& prefix() const { return prefix_; }
 
   // The longest escaped tag kept as is in each form; longer ones are hashed.

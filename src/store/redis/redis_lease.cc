@@ -182,4 +182,31 @@ void RedisLeaseCalls::Refund(std::span<const LeaseRefund> refunds,
   }
 }
 
+void RedisLeaseCalls::Announce(std::string_view id, std::chrono::microseconds ttl,
+                               LeaseSource::HoldersCallback done) {
+  constexpr size_t kMaxIdBytes = 64;  // kMaxHolderIdBytes in lease_entry.lua
+  if (id.empty() || id.size() > kMaxIdBytes || ttl < std::chrono::milliseconds(1) ||
+      ttl > std::chrono::hours(1)) {
+    std::move(done)(absl::InvalidArgumentError(absl::StrCat(
+        "lease holders: the id must be 1 to ", kMaxIdBytes,
+        " bytes and the ttl 1 ms to 1 hour; got ", id.size(), " bytes, ", ttl.count(), " us")));
+    return;
+  }
+  std::string key = keys_.HoldersKey();
+  std::vector<std::string> keys = {key};
+  std::vector<std::string> args = {std::string(id), absl::StrCat(ttl.count())};
+  runner_.Run(
+      LeaseHoldersScript(), keys, args,
+      [key = std::move(key), done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
+        if (!reply.ok()) {
+          std::move(done)(WithKey(reply.status(), key));
+        } else if (reply->is_error()) {
+          std::move(done)(WithKey(ScriptErrorToStatus(*reply), key));
+        } else {
+          absl::StatusOr<int64_t> count = ParseLeaseHoldersReply(*reply);
+          std::move(done)(count.ok() ? std::move(count) : WithKey(count.status(), key));
+        }
+      });
+}
+
 }  // namespace sluice::internal

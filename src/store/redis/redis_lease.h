@@ -14,11 +14,15 @@
 // a DecideAndLease() whose keys are in more than one slot (a grant is all or nothing, as
 // CheckAll() with CrossSlot::kRefuse); Unavailable, DeadlineExceeded, Internal as Decide().
 //
+// Announce() is one lease_holders call.
+//
 // Thread safety: thread-safe, as the store.
 #ifndef SLUICE_STORE_REDIS_REDIS_LEASE_H_
 #define SLUICE_STORE_REDIS_REDIS_LEASE_H_
 
+#include <chrono>
 #include <span>
+#include <string_view>
 
 #include "sluice/redis_store.h"
 #include "sluice/store.h"
@@ -57,6 +61,13 @@ class RedisLeaseCalls {
   // (all at once on a single server); `done` gets OK when every call succeeded, else the first
   // error. Units a refund could not give back (the lease had ended) are not an error.
   void Refund(std::span<const LeaseRefund> refunds, LeaseSource::RefundCallback done);
+
+  // RedisLeaseCalls::Announce()
+  //
+  // LeaseSource::Announce(): one lease_holders call on the key scheme's HoldersKey();
+  // InvalidArgument, inline, for an id or ttl out of bounds.
+  void Announce(std::string_view id, std::chrono::microseconds ttl,
+                LeaseSource::HoldersCallback done);
 
  private:
   ScriptRunner& runner_;

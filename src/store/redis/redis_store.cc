@@ -115,6 +115,10 @@ class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
     lease_calls_.Refund(refunds, std::move(done));
   }
 
+  void Announce(std::string_view id, std::chrono::microseconds ttl, HoldersCallback done) override {
+    lease_calls_.Announce(id, ttl, std::move(done));
+  }
+
   absl::Status WaitForConnection(std::chrono::milliseconds timeout) override {
     return router_->WaitForConnection(timeout);
   }

@@ -8,9 +8,11 @@
 #define SLUICE_TESTS_STORE_LEASE_FAKE_LEASE_SOURCE_H_
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -88,6 +90,19 @@ class FakeLeaseSource final : public internal::LeaseSource {
     std::move(done)(absl::OkStatus());
   }
 
+  // Records `id` until now + ttl and counts the records that have not ended, as lease_holders.
+  void Announce(std::string_view id, std::chrono::microseconds ttl, HoldersCallback done) override {
+    int64_t count = 0;
+    {
+      internal::MutexLock lock(&mu_);
+      ++announcements_;
+      const int64_t now = clock_.EpochNow().count();
+      holders_[std::string(id)] = now + ttl.count();
+      for (const auto& [holder, ends] : holders_) count += ends > now ? 1 : 0;
+    }
+    std::move(done)(count);
+  }
+
   // The count the store holds for `key` in the current window.
   int64_t Count(const std::string& key, const Limit& limit) {
     internal::MutexLock lock(&mu_);
@@ -107,6 +122,10 @@ class FakeLeaseSource final : public internal::LeaseSource {
     internal::MutexLock lock(&mu_);
     return calls_;
   }
+  int announcements() const {
+    internal::MutexLock lock(&mu_);
+    return announcements_;
+  }
   int refund_calls() const {
     internal::MutexLock lock(&mu_);
     return refund_calls_;
@@ -123,6 +142,8 @@ class FakeLeaseSource final : public internal::LeaseSource {
   std::optional<absl::Status> failure_ ABSL_GUARDED_BY(mu_);
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
   int refund_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  int announcements_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int64_t> holders_ ABSL_GUARDED_BY(mu_);
   int64_t granted_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t refunded_ ABSL_GUARDED_BY(mu_) = 0;
 };

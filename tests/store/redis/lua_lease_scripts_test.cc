@@ -1,8 +1,8 @@
-// Tests of the leasing scripts themselves (lease_all, lease_refund; src/lua/lease_entry.lua), run
-// against a real redis-server as EVALSHA scripts and as the library's functions (FCALL): argument
-// validation, the lease record's encoding, the sliding log's member names, and the TTL of every
-// key a lease or a refund writes. Their decisions are held to the C++ reference by
-// lua_vectors_test.
+// Tests of the leasing scripts themselves (lease_all, lease_refund, lease_holders;
+// src/lua/lease_entry.lua), run against a real redis-server as EVALSHA scripts and as the
+// library's functions (FCALL): argument validation, the lease record's encoding, the sliding log's
+// member names, and the TTL of every key a lease or a refund writes. Their decisions are held to
+// the C++ reference by lua_vectors_test.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -372,6 +372,60 @@ TEST_P(LuaLeaseScriptsTest, GrantsAndRefundsKeepEveryKeyAliveAsLongAsItsState) {
 
 // Verifies, under a random load of grants, refunds and checks with the production scripts, that
 // no key is ever left without a TTL.
+// lease_holders (test time from ARGV[1]): counts the records that have not ended, renews an id's
+// record rather than adding one, and keeps its key alive exactly as long as its latest record.
+TEST_P(LuaLeaseScriptsTest, LeaseHoldersCountsRecordsUntilTheyEnd) {
+  auto announce = [&](int64_t now, const std::string& id, int64_t ttl_us) {
+    absl::StatusOr<RedisReply> reply = conn_->Eval(LeaseHoldersScriptForTest(), {"holders"},
+                                                   {absl::StrCat(now), id, absl::StrCat(ttl_us)});
+    EXPECT_TRUE(reply.ok()) << reply.status();
+    EXPECT_TRUE(reply->is_integer()) << reply->str();
+    return reply->integer();
+  };
+  EXPECT_EQ(announce(kT0, "a", 3 * kSecond), 1);
+  EXPECT_EQ(announce(kT0 + 1 * kSecond, "b", 3 * kSecond), 2);
+  EXPECT_EQ(announce(kT0 + 2 * kSecond, "a", 3 * kSecond), 2);  // renewed, not added
+  // b's record ends at kT0 + 4 s; a's, renewed, at kT0 + 5 s.
+  EXPECT_EQ(announce(kT0 + 4 * kSecond, "c", 3 * kSecond), 2);
+  EXPECT_EQ(conn_->Integer({"ZCARD", "holders"}), 2);
+  EXPECT_EQ(announce(kT0 + 5 * kSecond, "c", 3 * kSecond), 1);
+  // The key has a TTL (the test scripts add an hour of slack to every expiry).
+  EXPECT_GT(conn_->Integer({"PTTL", "holders"}), 0);
+}
+
+TEST_P(LuaLeaseScriptsTest, LeaseHoldersIsBoundedAndRejectsInvalidArguments) {
+  auto call = [&](const std::vector<std::string>& keys, const std::vector<std::string>& args) {
+    absl::StatusOr<RedisReply> reply = conn_->Eval(LeaseHoldersScriptForTest(), keys, args);
+    EXPECT_TRUE(reply.ok()) << reply.status();
+    return *reply;
+  };
+  const std::string now = absl::StrCat(kT0);
+  const std::string ttl = absl::StrCat(kSecond);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {now, "", ttl},                    // empty id
+           {now, std::string(65, 'x'), ttl},  // id of 65 bytes
+           {now, "a", "999"},                 // ttl below 1 ms
+           {now, "a", "3600000001"},          // ttl above an hour
+           {now, "a", "-5"},                  // not digits
+           {now, "a"},                        // no ttl
+       }) {
+    EXPECT_THAT(call({"holders"}, args).str(), StartsWith("SLUICE_BADARG"));
+  }
+  EXPECT_THAT(call({}, {now, "a", ttl}).str(), StartsWith("SLUICE_BADARG"));
+  EXPECT_EQ(DbSize(), 0);
+  // 10,000 records at most: a new id past them is not recorded, a recorded one is renewed.
+  std::vector<std::string> zadd = {"ZADD", "holders"};
+  for (int i = 0; i < 10'000; ++i) {
+    zadd.push_back(absl::StrCat(kT0 + kSecond));
+    zadd.push_back(absl::StrCat("id", i));
+  }
+  ASSERT_TRUE(conn_->Run(zadd).ok());
+  EXPECT_EQ(call({"holders"}, {now, "new", ttl}).integer(), 10'000);
+  EXPECT_FALSE(conn_->Run({"ZSCORE", "holders", "new"})->is_string());
+  EXPECT_EQ(call({"holders"}, {now, "id7", absl::StrCat(2 * kSecond)}).integer(), 10'000);
+  EXPECT_EQ(conn_->Run({"ZSCORE", "holders", "id7"})->str(), absl::StrCat(kT0 + 2 * kSecond));
+}
+
 TEST_P(LuaLeaseScriptsTest, NoKeyIsLeftWithoutATtl) {
   std::mt19937_64 rng(20261206);
   std::map<std::string, internal::LeaseGrant> leases;

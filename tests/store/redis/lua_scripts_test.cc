@@ -566,8 +566,10 @@ TEST(LuaSources, AvoidKnownPitfalls) {
   shas.insert(CheckAllScript().sha1);
   shas.insert(LeaseAllScript().sha1);
   shas.insert(LeaseRefundScript().sha1);
+  shas.insert(LeaseHoldersScript().sha1);
   EXPECT_EQ(shas.size(), ProductionScripts().size());
   EXPECT_EQ(LeaseAllScript().function, ProductionLibrary().name + "_lease_all");
+  EXPECT_EQ(LeaseHoldersScript().function, ProductionLibrary().name + "_lease_holders");
 }
 
 INSTANTIATE_TEST_SUITE_P(Calls, LuaScriptsTest,
