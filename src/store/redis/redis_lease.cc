@@ -118,15 +118,9 @@ void RedisLeaseCalls::DecideAndLease(std::span<const LimitCheck> checks,
   runner_.Run(LeaseAllScript(), *redis_keys, args,
               [n, first_key = std::move(first_key),
                done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
-                if (!reply.ok()) {
-                  std::move(done)(WithKey(reply.status(), first_key));
-                } else if (reply->is_error()) {
-                  std::move(done)(WithKey(ScriptErrorToStatus(*reply), first_key));
-                } else {
-                  absl::StatusOr<LeasedDecision> leased = ParseLeaseAllReply(*reply, n);
-                  if (!leased.ok()) leased = WithKey(leased.status(), first_key);
-                  std::move(done)(std::move(leased));
-                }
+                std::move(done)(ScriptResult(reply, first_key, [n](const RedisReply& r) {
+                  return ParseLeaseAllReply(r, n);
+                }));
               });
 }
 
@@ -166,19 +160,13 @@ void RedisLeaseCalls::Refund(std::span<const LeaseRefund> refunds,
     }
     for (const size_t i : group.checks) AppendRefundArgument(refunds[i], args);
     std::string first_key = keys[0];
-    runner_.Run(
-        LeaseRefundScript(), keys, args,
-        [n = group.checks.size(), first_key = std::move(first_key),
-         join](absl::StatusOr<RedisReply> reply) {
-          if (!reply.ok()) {
-            join->Arrive(WithKey(reply.status(), first_key));
-          } else if (reply->is_error()) {
-            join->Arrive(WithKey(ScriptErrorToStatus(*reply), first_key));
-          } else {
-            absl::StatusOr<LeaseRefundReply> parsed = ParseLeaseRefundReply(*reply, n);
-            join->Arrive(parsed.ok() ? absl::OkStatus() : WithKey(parsed.status(), first_key));
-          }
-        });
+    runner_.Run(LeaseRefundScript(), keys, args,
+                [n = group.checks.size(), first_key = std::move(first_key),
+                 join](absl::StatusOr<RedisReply> reply) {
+                  join->Arrive(ScriptResult(reply, first_key, [n](const RedisReply& r) {
+                                 return ParseLeaseRefundReply(r, n);
+                               }).status());
+                });
   }
 }
 
@@ -198,14 +186,7 @@ void RedisLeaseCalls::Announce(std::string_view id, std::chrono::microseconds tt
   runner_.Run(
       LeaseHoldersScript(), keys, args,
       [key = std::move(key), done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
-        if (!reply.ok()) {
-          std::move(done)(WithKey(reply.status(), key));
-        } else if (reply->is_error()) {
-          std::move(done)(WithKey(ScriptErrorToStatus(*reply), key));
-        } else {
-          absl::StatusOr<int64_t> count = ParseLeaseHoldersReply(*reply);
-          std::move(done)(count.ok() ? std::move(count) : WithKey(count.status(), key));
-        }
+        std::move(done)(ScriptResult(reply, key, ParseLeaseHoldersReply));
       });
 }
 

@@ -30,8 +30,7 @@
 namespace sluice {
 namespace {
 
-using internal::ScriptErrorToStatus;
-using internal::WithKey;
+using internal::ScriptResult;
 
 // A RedisStore, and the store side of leases (redis_lease.h).
 class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
@@ -169,15 +168,8 @@ class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
     runner_.Run(CheckScript(limit.algorithm), keys, args,
                 [redis_key = std::move(redis_key),
                  done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
-                  if (!reply.ok()) {
-                    std::move(done)(WithKey(reply.status(), redis_key));
-                  } else if (reply->is_error()) {
-                    std::move(done)(WithKey(ScriptErrorToStatus(*reply), redis_key));
-                  } else {
-                    absl::StatusOr<Decision> decision = ParseCheckReply(*reply);
-                    if (!decision.ok()) decision = WithKey(decision.status(), redis_key);
-                    std::move(done)(std::move(decision));
-                  }
+                  std::move(done)(ScriptResult(
+                      reply, redis_key, [](const RedisReply& r) { return ParseCheckReply(r); }));
                 });
   }
 
@@ -189,13 +181,9 @@ class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
     runner_.Run(CheckAllScript(), redis_keys, args,
                 [n, first_key = std::move(first_key),
                  done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
-                  if (!reply.ok()) {
-                    std::move(done)(WithKey(reply.status(), first_key));
-                  } else if (reply->is_error()) {
-                    std::move(done)(WithKey(ScriptErrorToStatus(*reply), first_key));
-                  } else {
-                    std::move(done)(ParseCheckAllReply(*reply, n));
-                  }
+                  std::move(done)(ScriptResult(reply, first_key, [n](const RedisReply& r) {
+                    return ParseCheckAllReply(r, n);
+                  }));
                 });
   }
 

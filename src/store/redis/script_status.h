@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 #include "src/store/redis/client/redis_reply.h"
 
@@ -28,6 +29,20 @@ absl::Status WithKey(const absl::Status& status, const std::string& redis_key);
 // LOADING, READONLY: Unavailable; others, such as WRONGTYPE on a key someone else wrote:
 // Internal).
 absl::Status ScriptErrorToStatus(const RedisReply& reply);
+
+// ScriptResult()
+//
+// Returns what a script call answered: `parse(*reply)` (an absl::StatusOr) for a reply that is not
+// an error, else the call's failure or ScriptErrorToStatus(); every failure names `redis_key`.
+template <typename Parse>
+auto ScriptResult(const absl::StatusOr<RedisReply>& reply, const std::string& redis_key,
+                  Parse parse) -> decltype(parse(*reply)) {
+  if (!reply.ok()) return WithKey(reply.status(), redis_key);
+  if (reply->is_error()) return WithKey(ScriptErrorToStatus(*reply), redis_key);
+  auto parsed = parse(*reply);
+  if (!parsed.ok()) return WithKey(parsed.status(), redis_key);
+  return parsed;
+}
 
 }  // namespace sluice::internal
 
