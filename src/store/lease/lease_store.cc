@@ -205,6 +205,11 @@ void LeaseStore::SweepIfFull(Shard& s, Time now) {
   }
 }
 
+bool LeaseStore::KnownOver(const Entry& e, int64_t cost, int64_t units, Time now) {
+  // Units held are spent before a remembered denial is believed: they were granted for this.
+  return units < cost && e.denied_until > now && cost >= e.denied_cost;
+}
+
 LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool plan_call) {
   LocalPass pass;
   const Time now = clock_.Now();
@@ -233,12 +238,14 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
     // this instance's own units; otherwise the store's state is not known here.
     const int64_t units = Units(*e, now);
     if (units < checks[i].cost || (checks[i].cost == 0 && units == 0)) all_units = false;
-    // Units held are spent before a remembered denial is believed: they were granted for this.
-    if (units < checks[i].cost && e->denied_until > now && checks[i].cost >= e->denied_cost) {
-      any_denied = true;
-    }
+    any_denied = any_denied || KnownOver(*e, checks[i].cost, units, now);
   }
 
+  // Rare (a remembered denial): whether check i is known to be over, as the first loop found.
+  auto over = [&](size_t i) {
+    return entries[i] != nullptr &&
+           KnownOver(*entries[i], checks[i].cost, Units(*entries[i], now), now);
+  };
   auto local_decision = [&](size_t i, bool allowed) {
     const Entry* e = entries[i];
     const Limit& limit = checks[i].limit;
@@ -253,7 +260,7 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
                .reset_after = Until(e->reset_at, now),
                .retry_after = microseconds::zero(),
                .answered_locally = true};
-    if (!allowed && e->denied_until > now && checks[i].cost >= e->denied_cost) {
+    if (!allowed && over(i)) {
       d.remaining = 0;
       d.reset_after = std::max(d.reset_after, Until(e->denied_reset_at, now));
       d.retry_after = Until(e->denied_until, now);
@@ -266,11 +273,9 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
     MultiDecision m{.allowed = false, .decisions = {}};
     m.decisions.reserve(checks.size());
     for (size_t i = 0; i < checks.size(); ++i) {
-      const Entry* e = entries[i];
-      const bool over = e != nullptr && e->denied_until > now && checks[i].cost >= e->denied_cost &&
-                        checks[i].cost > 0 && Units(*entries[i], now) < checks[i].cost;
-      m.decisions.push_back(local_decision(i, !over));
-      if (!over && m.decisions.back().remaining < checks[i].cost)
+      const bool known_over = over(i);
+      m.decisions.push_back(local_decision(i, !known_over));
+      if (!known_over && m.decisions.back().remaining < checks[i].cost)
         m.decisions.back().allowed = false;
     }
     local_denials_.fetch_add(1, std::memory_order_relaxed);

@@ -183,6 +183,9 @@ class LeaseStore final : public StoreWrapper {
   int64_t WantOf(const Entry& e, const Limit& limit, Time now) const;
   // How long a lease of `limit` is asked to last (LeaseWant::ttl).
   std::chrono::microseconds TtlOf(const Limit& limit) const;
+  // True when a check of `cost` on `e`, which holds `units`, is known to be denied at `now`: the
+  // store denied at least that cost, and its retry_after has not passed.
+  static bool KnownOver(const Entry& e, int64_t cost, int64_t units, Time now);
   // Spends `cost` from `e`'s live slots. REQUIRES: Units(e, now) >= cost.
   void Spend(Entry& e, int64_t cost, Time now);
   // Units of `e` spendable at `now`; counts and clears slots that ended.
