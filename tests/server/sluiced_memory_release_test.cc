@@ -146,7 +146,8 @@ class SluicedMemoryReleaseTest : public ::testing::Test {
 // later (sluiced polls every 200 ms here, and trims during the flood too), at 20 to 38 MB; with
 // the release off (--memory-release-step-bytes 0) RSS stays 40 to 53 MB above the baseline for
 // the whole 10 s, and this test fails.
-// The flood must raise RSS by more than the bound plus 8 MiB, or the test proves nothing.
+// The flood must raise RSS by more than the bound plus 8 MiB, or the test proves nothing (it is
+// repeated, at most three times, until it has).
 TEST_F(SluicedMemoryReleaseTest, RssReturnsNearItsBaselineAfterAGrpcFlood) {
   Start();
   // Warm-up: gRPC's threads, the store's keys and the metrics series exist before the baseline.
@@ -170,12 +171,15 @@ TEST_F(SluicedMemoryReleaseTest, RssReturnsNearItsBaselineAfterAGrpcFlood) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   });
-  const int64_t answered = Flood(grpc_port_, 10, 10'000, 20'000, 64);
+  constexpr int64_t kBound = 16 * kMiB;
+  // On a loaded machine the calls may arrive too slowly to pile up (sluiced trims during the
+  // flood too): flood again, up to three times, until RSS has risen enough to test its release.
+  for (int round = 0; round < 3 && peak.load() - baseline <= kBound + 8 * kMiB; ++round) {
+    EXPECT_EQ(Flood(grpc_port_, 10, 10'000, 20'000, 64), 20'000);
+  }
   flooding.store(false);
   sampler.join();
-  EXPECT_EQ(answered, 20'000);
 
-  constexpr int64_t kBound = 16 * kMiB;
   ASSERT_GT(peak.load() - baseline, kBound + 8 * kMiB)
       << "the flood did not raise RSS enough to test its release: baseline " << baseline
       << ", peak " << peak.load();

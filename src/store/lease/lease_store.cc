@@ -148,8 +148,7 @@ int64_t LeaseStore::WantOf(const Entry& e, const Limit& limit, Time now) const {
   // A lease that ends after a fixed time asks for what the key uses in a quarter of it, so that
   // the arrivals' ups and downs seldom leave units unspent at its end (they would be lost: the
   // store counted them).
-  const bool window =
-      limit.algorithm == Algorithm::kFixedWindow || limit.algorithm == Algorithm::kSlidingWindow;
+  const bool window = IsWindow(limit.algorithm);
   const microseconds target =
       window ? microseconds(options_.refresh_target)
              : std::min<microseconds>(options_.refresh_target, TtlOf(limit) / 4);
@@ -398,10 +397,10 @@ void LeaseStore::Apply(std::span<const LimitCheck> checks, std::span<const Lease
   const Time now = clock_.Now();
   std::vector<LeaseRefund> giveback;
   for (size_t i = 0; i < checks.size(); ++i) {
-    Shard& s = shards_[ShardOf(checks[i].key)];
-    MutexLock lock(&s.mu);
-    auto it = s.entries.find(AbslView(checks[i].key));
-    if (it == s.entries.end()) continue;
+    Shard& shard = shards_[ShardOf(checks[i].key)];
+    MutexLock lock(&shard.mu);
+    auto it = shard.entries.find(AbslView(checks[i].key));
+    if (it == shard.entries.end()) continue;
     Entry& e = it->second;
     if (wants[i].units > 0) e.leasing = false;
     if (!answer.ok() || !(e.limit == checks[i].limit)) continue;
@@ -434,8 +433,7 @@ void LeaseStore::Apply(std::span<const LimitCheck> checks, std::span<const Lease
     // A window's grants all end with the window: one slot holds them. (They are given back by
     // count, so merging them loses nothing; the record of the other algorithms names each grant,
     // so theirs keep a slot each.)
-    const bool window = checks[i].limit.algorithm == Algorithm::kFixedWindow ||
-                        checks[i].limit.algorithm == Algorithm::kSlidingWindow;
+    const bool window = IsWindow(checks[i].limit.algorithm);
     Slot* slot = nullptr;
     for (Slot& s : e.slots) {
       if (window && s.units > 0 && s.grant.ends_us == g.ends_us) {
@@ -463,6 +461,7 @@ void LeaseStore::Apply(std::span<const LimitCheck> checks, std::span<const Lease
       continue;
     }
     *slot = Slot{.units = g.granted, .until = until, .grant = g};
+    if (!window) shard.timed_leases = true;
   }
   if (giveback.empty()) return;
   refunds_.fetch_add(1, std::memory_order_relaxed);
@@ -528,10 +527,13 @@ std::vector<LeaseRefund> LeaseStore::TakeEnding(Time now) {
   std::vector<LeaseRefund> refunds;
   for (Shard& s : shards_) {
     MutexLock lock(&s.mu);
+    if (!s.timed_leases) continue;
+    bool left = false;
     for (auto& [key, e] : s.entries) {
       if (IsWindow(e.limit.algorithm)) continue;
       for (Slot& slot : e.slots) {
         if (slot.units == 0 || slot.until <= now) continue;
+        left = true;
         const microseconds length(slot.grant.ends_us - slot.grant.now_us);
         if (Until(slot.until, now) > std::max(horizon, length / 4)) continue;
         refunds.push_back(LeaseRefund{.check = {.key = key, .limit = e.limit, .cost = 0},
@@ -540,6 +542,7 @@ std::vector<LeaseRefund> LeaseStore::TakeEnding(Time now) {
         slot = Slot{};
       }
     }
+    s.timed_leases = left;
   }
   return refunds;
 }

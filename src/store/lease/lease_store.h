@@ -156,6 +156,9 @@ class LeaseStore final : public StoreWrapper {
     mutable Mutex mu;
     absl::flat_hash_map<std::string, Entry> entries ABSL_GUARDED_BY(mu);
     Time next_sweep ABSL_GUARDED_BY(mu){};
+    // Some entry may hold a sliding-log, token-bucket or GCRA lease: only such shards are
+    // scanned by Maintain() (a deployment of windows alone never scans).
+    bool timed_leases ABSL_GUARDED_BY(mu) = false;
   };
   // What the local pass decided for a call.
   struct LocalPass {
