@@ -31,7 +31,6 @@ using ::sluice::testing::CheckForTest;
 using ::sluice::testing::LeaseForTest;
 using ::sluice::testing::LuaCall;
 using ::sluice::testing::LuaCallName;
-using ::sluice::testing::RedisServer;
 using ::sluice::testing::RefundForTest;
 using ::sluice::testing::ScriptConnection;
 using ::testing::HasSubstr;
@@ -64,40 +63,14 @@ internal::LeaseWant Want(int64_t units, int64_t ttl_us = 100 * kMs) {
   return {.units = units, .ttl = std::chrono::microseconds(ttl_us)};
 }
 
-class LuaLeaseScriptsTest : public ::testing::TestWithParam<LuaCall> {
+class LuaLeaseScriptsTest : public ::sluice::testing::LuaScriptsFixture {
  protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<std::unique_ptr<RedisServer>> server = RedisServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = server->release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(server_, nullptr);
-    absl::StatusOr<std::unique_ptr<ScriptConnection>> conn =
-        ScriptConnection::Connect(server_->port());
-    ASSERT_TRUE(conn.ok()) << conn.status();
-    conn_ = std::move(*conn);
-    conn_->set_call(GetParam());
-    ASSERT_TRUE(conn_->Run({"FLUSHALL"}).ok());
-  }
-
-  int64_t DbSize() { return conn_->Integer({"DBSIZE"}); }
-
   // The server's time in microseconds.
   int64_t ServerNow() {
     absl::StatusOr<RedisReply> t = conn_->Run({"TIME"});
     return std::stoll(t->elements()[0].str()) * kSecond + std::stoll(t->elements()[1].str());
   }
-
-  static RedisServer* server_;
-  std::unique_ptr<ScriptConnection> conn_;
 };
-
-RedisServer* LuaLeaseScriptsTest::server_ = nullptr;
 
 // Verifies that every malformed argument of lease_all is refused with SLUICE_BADARG before anything
 // is read or written, even after a valid check of the same call.

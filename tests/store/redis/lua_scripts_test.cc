@@ -28,7 +28,6 @@ namespace {
 using ::sluice::testing::CheckForTest;
 using ::sluice::testing::LuaCall;
 using ::sluice::testing::LuaCallName;
-using ::sluice::testing::RedisServer;
 using ::sluice::testing::ScriptConnection;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -36,29 +35,8 @@ using ::testing::StartsWith;
 constexpr int64_t kSecond = 1'000'000;
 constexpr int64_t kT0 = 1'700'000'000 * kSecond;
 
-class LuaScriptsTest : public ::testing::TestWithParam<LuaCall> {
+class LuaScriptsTest : public ::sluice::testing::LuaScriptsFixture {
  protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<std::unique_ptr<RedisServer>> server = RedisServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = server->release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(server_, nullptr);
-    absl::StatusOr<std::unique_ptr<ScriptConnection>> conn =
-        ScriptConnection::Connect(server_->port());
-    ASSERT_TRUE(conn.ok()) << conn.status();
-    conn_ = std::move(*conn);
-    conn_->set_call(GetParam());
-    ASSERT_TRUE(conn_->Run({"FLUSHALL"}).ok());
-  }
-
-  int64_t DbSize() { return conn_->Integer({"DBSIZE"}); }
-
   // Decodes the packed little-endian unsigned 64-bit fields of a binary state.
   static std::vector<uint64_t> StateFields(const std::string& state) {
     std::vector<uint64_t> fields;
@@ -71,12 +49,7 @@ class LuaScriptsTest : public ::testing::TestWithParam<LuaCall> {
     }
     return fields;
   }
-
-  static RedisServer* server_;
-  std::unique_ptr<ScriptConnection> conn_;
 };
-
-RedisServer* LuaScriptsTest::server_ = nullptr;
 
 Limit MakeLimit(Algorithm algorithm, int64_t limit, int64_t period_us,
                 std::optional<int64_t> burst = std::nullopt) {

@@ -28,6 +28,7 @@
 #include "src/store/lease/lease_source.h"
 #include "src/store/redis/client/redis_reply.h"
 #include "src/store/redis/lua_scripts.h"
+#include "tests/testing/redis_server.h"
 
 namespace sluice::testing {
 
@@ -152,6 +153,35 @@ class ScriptConnection {
   explicit ScriptConnection(redisContext* c) : c_(c) {}
   redisContext* c_;
   LuaCall call_ = LuaCall::kEvalsha;
+};
+
+// The fixture of the script tests: one redis-server for the suite, and for each test a fresh
+// connection calling the scripts as the test's parameter says, on an empty database.
+class LuaScriptsFixture : public ::testing::TestWithParam<LuaCall> {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<std::unique_ptr<RedisServer>> server = RedisServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = server->release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    absl::StatusOr<std::unique_ptr<ScriptConnection>> conn =
+        ScriptConnection::Connect(server_->port());
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    conn_ = std::move(*conn);
+    conn_->set_call(GetParam());
+    ASSERT_TRUE(conn_->Run({"FLUSHALL"}).ok());
+  }
+
+  int64_t DbSize() { return conn_->Integer({"DBSIZE"}); }
+
+  static inline RedisServer* server_ = nullptr;
+  std::unique_ptr<ScriptConnection> conn_;
 };
 
 // The ARGV of one check for the ...ForTest single-check script: now first.

@@ -45,7 +45,6 @@ using ::sluice::testing::LoadAllVectors;
 using ::sluice::testing::LoadLeaseVectors;
 using ::sluice::testing::LuaCall;
 using ::sluice::testing::LuaCallName;
-using ::sluice::testing::RedisServer;
 using ::sluice::testing::RefundForTest;
 using ::sluice::testing::ScriptConnection;
 using ::sluice::testing::VectorCase;
@@ -116,32 +115,7 @@ int64_t RefundModel(const Limit& limit, ModelState& s, int64_t now_us,
 }
 
 // Every test runs the EVALSHA scripts and the library's functions (FCALL).
-class LuaVectorsTest : public ::testing::TestWithParam<LuaCall> {
- protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<std::unique_ptr<RedisServer>> server = RedisServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = server->release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(server_, nullptr);
-    absl::StatusOr<std::unique_ptr<ScriptConnection>> conn =
-        ScriptConnection::Connect(server_->port());
-    ASSERT_TRUE(conn.ok()) << conn.status();
-    conn_ = std::move(*conn);
-    conn_->set_call(GetParam());
-    ASSERT_TRUE(conn_->Run({"FLUSHALL"}).ok());
-  }
-
-  static RedisServer* server_;
-  std::unique_ptr<ScriptConnection> conn_;
-};
-
-RedisServer* LuaVectorsTest::server_ = nullptr;
+class LuaVectorsTest : public ::sluice::testing::LuaScriptsFixture {};
 
 TEST_P(LuaVectorsTest, EveryVectorGivesTheSpecifiedDecisions) {
   const std::vector<VectorCase> cases = LoadAllVectors();
