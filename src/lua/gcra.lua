@@ -10,32 +10,9 @@
 -- the pair (dt, f), which is exact for any dt below 2^53.
 
 local kGcraState = '<I8I8'
-local kGcraStateBytes = 16
 
 -- Returns the TAT (us, frac) and the lease record (nil for none).
-local function LoadGcra(key, key_index)
-  local v = Call('GET', key)
-  if not v then
-    return 0, 0, nil
-  end
-  if #v == kGcraStateBytes then
-    local t, f = Unpack(kGcraState, v)
-    if t > kMaxTimeUs or f > kMaxTimeUs then
-      FailState(key_index, 'stored state')
-    end
-    return t, f, nil
-  end
-  local t, f = Match(v, '^(%d+):(%d+)$')
-  if t == nil and #v > kGcraStateBytes then
-    -- A record follows (as in token_bucket.lua, a binary state never matches the decimal form).
-    t, f = Unpack(kGcraState, v)
-    if t > kMaxTimeUs or f > kMaxTimeUs then
-      FailState(key_index, 'stored state')
-    end
-    return t, f, LeaseRecord().Parse(v, kGcraStateBytes, key_index)
-  end
-  return StateInt(t, key_index), StateInt(f, key_index), nil
-end
+local LoadGcra = LoadPairState
 
 -- Decides `cost` at `now` against the TAT (tat_us, tat_frac) and the lease record `leases` (nil:
 -- none). Returns allowed (1|0), remaining, reset_after, retry_after and the state after the

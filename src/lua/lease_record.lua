@@ -157,3 +157,31 @@ local function LeaseRecord()
   lease_record_functions = R
   return R
 end
+
+-- Reads a token bucket's or GCRA's state: its two fields ('<I8I8', each below 2^53) and its lease
+-- record (nil for none); no key reads as (0, 0). The decimal 'a:b' an earlier version wrote is
+-- still read (it is never 16 bytes: one of its fields alone has 16 digits), and a binary state with
+-- a record never matches that form (the record's first ends_us, below 2^53, has a high byte below
+-- ' ').
+local function LoadPairState(key, key_index)
+  local v = Call('GET', key)
+  if not v then
+    return 0, 0, nil
+  end
+  if #v == 16 then
+    local a, b = Unpack('<I8I8', v)
+    if a > kMaxTimeUs or b > kMaxTimeUs then
+      FailState(key_index, 'stored state')
+    end
+    return a, b, nil
+  end
+  local a, b = Match(v, '^(%d+):(%d+)$')
+  if a == nil and #v > 16 then
+    a, b = Unpack('<I8I8', v)
+    if a > kMaxTimeUs or b > kMaxTimeUs then
+      FailState(key_index, 'stored state')
+    end
+    return a, b, LeaseRecord().Parse(v, 16, key_index)
+  end
+  return StateInt(a, key_index), StateInt(b, key_index), nil
+end

@@ -5,33 +5,9 @@
 -- which is still read.
 
 local kTokenBucketState = '<I8I8'
-local kTokenBucketStateBytes = 16
 
 -- Returns deficit, updated and the lease record (nil for none).
-local function LoadTokenBucket(key, key_index)
-  local v = Call('GET', key)
-  if not v then
-    return 0, 0, nil
-  end
-  if #v == kTokenBucketStateBytes then
-    local d, u = Unpack(kTokenBucketState, v)
-    if d > kMaxTimeUs or u > kMaxTimeUs then
-      FailState(key_index, 'stored state')
-    end
-    return d, u, nil
-  end
-  local d, u = Match(v, '^(%d+):(%d+)$')
-  if d == nil and #v > kTokenBucketStateBytes then
-    -- A record follows: its first entry's ends_us (< 2^53) has a high byte below ' ', so a
-    -- binary state never matches the decimal form.
-    d, u = Unpack(kTokenBucketState, v)
-    if d > kMaxTimeUs or u > kMaxTimeUs then
-      FailState(key_index, 'stored state')
-    end
-    return d, u, LeaseRecord().Parse(v, kTokenBucketStateBytes, key_index)
-  end
-  return StateInt(d, key_index), StateInt(u, key_index), nil
-end
+local LoadTokenBucket = LoadPairState
 
 -- Decides `cost` at `now` against (deficit, updated) and the lease record `leases` (nil: none).
 -- Returns allowed (1|0), remaining, reset_after, retry_after and the state after the decision,
