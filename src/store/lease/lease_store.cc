@@ -145,13 +145,18 @@ microseconds LeaseStore::TtlOf(const Limit& limit) const {
 
 int64_t LeaseStore::WantOf(const Entry& e, const Limit& limit, Time now) const {
   const microseconds measured = std::max(Until(now, e.since), kMinRateWindow);
-  // A lease that ends after a fixed time asks for what the key uses in a quarter of it, so that
-  // the arrivals' ups and downs seldom leave units unspent at its end (they would be lost: the
-  // store counted them).
-  const bool window = IsWindow(limit.algorithm);
+  // A lease that ends after a fixed time asks for what the key uses in part of it, so that the
+  // arrivals' ups and downs seldom leave units unspent at its end: half of it for the token
+  // bucket and GCRA (what is left when it nears its end goes back, Maintain(); at 100 decisions a
+  // second and the default 1 s, 50 units a call); a quarter for the sliding log: its leases are
+  // too short (at most P / 50) for a maintenance round to catch, and what one leaves unspent
+  // stays in the log for a whole period.
   const microseconds target =
-      window ? microseconds(options_.refresh_target)
-             : std::min<microseconds>(options_.refresh_target, TtlOf(limit) / 4);
+      IsWindow(limit.algorithm)
+          ? microseconds(options_.refresh_target)
+          : std::min<microseconds>(
+                options_.refresh_target,
+                TtlOf(limit) / (limit.algorithm == Algorithm::kSlidingLog ? 4 : 2));
   // Units used over the measured time, scaled to the refresh target, rounded up.
   const int64_t want = (e.demand * target.count() + measured.count() - 1) / measured.count();
   // A key too quiet for 2 units per refresh stays exact: a lease of one unit would save one call
@@ -288,13 +293,11 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
       e.demand += checks[i].cost;
       m.decisions.push_back(local_decision(i, true));
       // Refill before the lease runs out: when under half of the last grant's worth is left.
+      // (Not of a slot's: a window's grants are merged into one, whose total would call ever
+      // earlier and pile up units here.)
       int64_t units = 0;
-      int64_t granted = 0;
-      for (const Slot& s : e.slots) {
-        units += s.units;
-        granted = std::max(granted, s.grant.granted);
-      }
-      if (plan_call && !e.leasing && units * 2 <= granted) {
+      for (const Slot& s : e.slots) units += s.units;
+      if (plan_call && !e.leasing && units * 2 <= e.last_grant) {
         e.leasing = true;
         pass.refill.push_back(i);
       }
@@ -421,6 +424,7 @@ void LeaseStore::Apply(std::span<const LimitCheck> checks, std::span<const Lease
       e.since = sent;
     }
     if (g.granted <= 0) continue;
+    e.last_grant = g.granted;
     grants_.fetch_add(1, std::memory_order_relaxed);
     units_granted_.fetch_add(static_cast<uint64_t>(g.granted), std::memory_order_relaxed);
     const Time until = sent + microseconds(g.ends_us - g.now_us) - options_.end_margin;

@@ -148,6 +148,8 @@ class LeaseStore final : public StoreWrapper {
     // Units asked for on this key since `since`: the local rate the next lease is sized by.
     int64_t demand = 0;
     Time since{};
+    // Units of the latest grant: a refill starts when less than half of it is left.
+    int64_t last_grant = 0;
     // A leasing call is in flight (at most one per key).
     bool leasing = false;
     Time last_used{};
