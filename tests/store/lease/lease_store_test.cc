@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -204,6 +205,54 @@ TEST_F(LeaseStoreTest, ConcurrentInstancesStayWithinTheLimit) {
   // Every admission spent a unit of "k".
   EXPECT_LE(admitted.load(), 1000);
   EXPECT_GE(admitted.load(), 980);
+}
+
+// The key table holds at most max_keys keys (max_keys / kShards per shard): a key that finds its
+// shard full is decided by exact calls, never leased, and the table does not grow; once keys have
+// been idle for the refresh target, a new key sweeps them out of its shard and is held instead.
+TEST_F(LeaseStoreTest, KeyTableIsBoundedAndIdleKeysAreSwept) {
+  constexpr size_t kMaxKeys = 2 * LeaseStore::kShards;
+  constexpr int kKeys = 2000;
+  LeaseStore store(exact_, source_, LeaseOptions{.max_keys = kMaxKeys, .clock = &clock_});
+  std::vector<std::string> refused;
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    const uint64_t exact = store.Stats().exact_calls;
+    ASSERT_TRUE(store.Check(key, kPerMinute)->allowed);
+    if (store.Stats().exact_calls > exact) refused.push_back(key);
+  }
+  LeaseStats st = store.Stats();
+  // 2,000 keys over 64 shards: every shard filled up (31 keys each on average).
+  EXPECT_EQ(st.keys, kMaxKeys);
+  EXPECT_EQ(st.lease_calls, kMaxKeys);
+  EXPECT_EQ(refused.size(), kKeys - kMaxKeys);
+  // A refused key stays exact however busy it is: it is never leased (a held key would be by now).
+  const std::string& busy = refused.front();
+  for (int i = 0; i < 50; ++i) {
+    clock_.Advance(milliseconds(1));
+    absl::StatusOr<Decision> d = store.Check(busy, kPerMinute);
+    ASSERT_TRUE(d.ok());
+    EXPECT_FALSE(d->answered_locally);
+  }
+  st = store.Stats();
+  EXPECT_EQ(st.units_granted, 0u);
+  EXPECT_EQ(st.exact_calls, kKeys - kMaxKeys + 50);
+  EXPECT_EQ(st.keys, kMaxKeys);
+  // Idle past the refresh target (500 ms): new keys sweep the old ones out and are held.
+  clock_.Advance(seconds(1));
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_TRUE(store.Check("n" + std::to_string(i), kPerMinute)->allowed);
+  }
+  st = store.Stats();
+  EXPECT_EQ(st.keys, kMaxKeys);
+  EXPECT_EQ(st.lease_calls, 2 * kMaxKeys);
+  // The refused key, swept or never held, gets an entry again once its shard has room: after a
+  // sweep of idle keys (the new ones are idle a second later too).
+  clock_.Advance(seconds(1));
+  const uint64_t lease_calls = store.Stats().lease_calls;
+  ASSERT_TRUE(store.Check(busy, kPerMinute)->allowed);
+  EXPECT_EQ(store.Stats().lease_calls, lease_calls + 1);
+  EXPECT_LE(store.Stats().keys, kMaxKeys);
 }
 
 }  // namespace
