@@ -70,7 +70,9 @@ struct LeaseOptions {
   // Taken off every lease's end on the local clock, for clock rate differences. Default: 2 ms.
   std::chrono::microseconds end_margin{2000};
   // Keys held (with a lease, a denial, or a rate being measured); a full table leases no new key
-  // (its decisions are exact calls) until idle keys are swept. Default: 100,000.
+  // (its decisions are exact calls) until idle keys are swept. The bound is per shard,
+  // max_keys / kShards keys each but at least one, so a table holds at least kShards (64) keys
+  // and a key can find its shard full before the table is. Default: 100,000.
   size_t max_keys = 100'000;
   // How often a thread of the store runs Maintain(); 0 starts no thread (the owner calls
   // Maintain(), as tests on a manual clock do). Default: 100 ms.
