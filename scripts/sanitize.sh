@@ -27,6 +27,7 @@ TSAN_TESTS=(
   grpc_h2_server_test per_second_store_test lease_store_test over_limit_store_test
   redis_lease_test redis_lease_store_test lease_maintenance_test redis_lease_maintenance_test
   redis_lease_fault_test redis_lease_cluster_test redis_lease_sentinel_test
+  redis_lease_cluster_fault_test
 )
 # Untrusted bytes are parsed here: URLs, RESP, config, /json, keys, client addresses; and the
 # replayed fuzz corpora.
