@@ -1,12 +1,11 @@
 // Leases when Redis dies (docs/redis.md, "Leases", Outage): a leased store behind its failure
 // policy keeps deciding a key from its live lease after redis-server is SIGKILLed, exactly as many
 // times as the lease holds; then the failure policy answers, never hanging (a 100 ms deadline,
-// under a second allowed for a loaded machine); and once
-// Redis is back (restarted empty on the same port) the limit is exact again: a new burst admits
-// the limit, at least 98 % of it, never more, so nothing the lease spent during the outage is
-// spent again, and nothing is counted twice. (A paused Redis is redis_lease_store_test's
-// LeaseDecidesWhileRedisIsPaused.) Real time bounds the waits for a real server; nothing is slept
-// on as a synchronisation.
+// under a second allowed for a loaded machine); and once Redis is back (restarted empty on the
+// same port) the limit is exact again: a new burst admits the limit, at least 98 % of it, never
+// more, so nothing the lease spent during the outage is spent again, and nothing is counted twice.
+// (A paused Redis is redis_lease_store_test's LeaseDecidesWhileRedisIsPaused.) Real time bounds
+// the waits for a real server; nothing is slept on as a synchronisation.
 #include <chrono>
 #include <cstdint>
 #include <memory>
