@@ -195,8 +195,11 @@ class LeaseStore final : public StoreWrapper {
   void Spend(Entry& e, int64_t cost, Time now);
   // Units of `e` spendable at `now`; counts and clears slots that ended.
   int64_t Units(Entry& e, Time now);
-  Entry* Find(Shard& s, std::string_view key, const Limit& limit, Time now, bool create)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // The entry of `key`, made when absent and `create` (then `*inserted` is set, when given: the
+  // insertion may have moved the shard's other entries), or nullptr (absent, table full, or
+  // leasing under another limit).
+  Entry* Find(Shard& s, std::string_view key, const Limit& limit, Time now, bool create,
+              bool* inserted = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   void SweepIfFull(Shard& s, Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // Sends `refunds` in calls of at most 64; with `wait`, waits up to it for the answers.
   void SendRefunds(std::span<const LeaseRefund> refunds, std::chrono::milliseconds wait);
