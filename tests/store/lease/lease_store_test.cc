@@ -213,7 +213,9 @@ TEST_F(LeaseStoreTest, ConcurrentInstancesStayWithinTheLimit) {
 TEST_F(LeaseStoreTest, KeyTableIsBoundedAndIdleKeysAreSwept) {
   constexpr size_t kMaxKeys = 2 * LeaseStore::kShards;
   constexpr int kKeys = 2000;
-  LeaseStore store(exact_, source_, LeaseOptions{.max_keys = kMaxKeys, .clock = &clock_});
+  LeaseStore store(
+      exact_, source_,
+      LeaseOptions{.max_keys = kMaxKeys, .maintain_every = milliseconds(0), .clock = &clock_});
   std::vector<std::string> refused;
   for (int i = 0; i < kKeys; ++i) {
     const std::string key = "k" + std::to_string(i);
