@@ -148,7 +148,10 @@ TEST(RedisLeaseSentinel, LeasesDecideThroughAFailoverAndLoseOnlyTheUnreplicatedG
   const int64_t lost = granted_after_cut + exact_after_cut;
   int64_t over = 0;
   for (size_t k = 0; k < keys.size(); ++k) {
-    EXPECT_GE(admitted[k], kLimit * 98 / 100) << keys[k];
+    // A leasing call in flight across the failover whose answer was lost (its outcome unknown)
+    // may have been granted without its units ever reaching the holder: stranded until the lease
+    // ends, at most one grant, an eighth of the limit.
+    EXPECT_GE(admitted[k], kLimit * 98 / 100 - kLimit / 8) << keys[k];
     over += std::max<int64_t>(0, admitted[k] - kLimit - (IsBucket(kAlgorithms[k]) ? 1 : 0));
   }
   EXPECT_LE(over, lost);
