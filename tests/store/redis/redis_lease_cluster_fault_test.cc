@@ -148,11 +148,17 @@ TEST(RedisLeaseClusterFault, LeasesDecideThroughAFailoverAndTheBoundHolds) {
   EXPECT_LE(over, maybe_lost);
   int64_t local = 0;
   for (int64_t n : local_during) local += n;
+  const LeaseStats end = store.Stats().lease;
   std::printf(
       "leased cluster failover: %lld units granted around the WAIT; %lld local admissions "
-      "during the failover; over-admitted %lld over %zu keys of limit %lld\n",
+      "during the failover; over-admitted %lld over %zu keys of limit %lld; admitted per key",
       static_cast<long long>(maybe_lost), static_cast<long long>(local),
       static_cast<long long>(over), keys.size(), static_cast<long long>(kLimit));
+  for (int64_t n : admitted) std::printf(" %lld", static_cast<long long>(n));
+  std::printf("; failed refills %llu, units ended unspent %llu, units given back %llu\n",
+              static_cast<unsigned long long>(end.refill_errors),
+              static_cast<unsigned long long>(end.units_expired),
+              static_cast<unsigned long long>(end.units_refunded));
 }
 
 }  // namespace
