@@ -170,7 +170,7 @@ int64_t LeaseStore::WantOf(const Entry& e, const Limit& limit, Time now) const {
 }
 
 LeaseStore::Entry* LeaseStore::Find(Shard& s, std::string_view key, const Limit& limit, Time now,
-                                    bool create) {
+                                    bool create, bool* inserted) {
   auto it = s.entries.find(AbslView(key));
   if (it == s.entries.end()) {
     if (!create) return nullptr;
@@ -178,6 +178,7 @@ LeaseStore::Entry* LeaseStore::Find(Shard& s, std::string_view key, const Limit&
     if (s.entries.size() >= std::max<size_t>(1, options_.max_keys / kShards)) return nullptr;
     it = s.entries.emplace(std::string(key), Entry{.limit = limit, .since = now}).first;
     keys_.fetch_add(1, std::memory_order_relaxed);
+    if (inserted != nullptr) *inserted = true;
   }
   Entry& e = it->second;
   if (!(e.limit == limit)) {
@@ -230,9 +231,10 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
   absl::InlinedVector<Entry*, 8> entries(checks.size(), nullptr);
   bool all_units = true;
   bool any_denied = false;
+  bool inserted = false;
   for (size_t i = 0; i < checks.size(); ++i) {
     Shard& shard = shards_[order[i]];
-    Entry* e = Find(shard, checks[i].key, checks[i].limit, now, plan_call);
+    Entry* e = Find(shard, checks[i].key, checks[i].limit, now, plan_call, &inserted);
     entries[i] = e;
     if (e == nullptr) {
       all_units = false;
@@ -243,6 +245,15 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
     const int64_t units = Units(*e, now);
     if (units < checks[i].cost || (checks[i].cost == 0 && units == 0)) all_units = false;
     any_denied = any_denied || KnownOver(*e, checks[i].cost, units, now);
+  }
+  if (inserted && checks.size() > 1) {
+    // A key added to a shard may have grown its table, which moves every entry of the shard
+    // (absl::flat_hash_map keeps no pointer stable across a rehash): an earlier check's entry is
+    // found again. (A sweep erases none of them: each was used just now.)
+    for (size_t i = 0; i < checks.size(); ++i) {
+      if (entries[i] == nullptr) continue;
+      entries[i] = &shards_[order[i]].entries.find(AbslView(checks[i].key))->second;
+    }
   }
 
   // Rare (a remembered denial): whether check i is known to be over, as the first loop found.

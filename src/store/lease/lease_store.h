@@ -70,7 +70,9 @@ struct LeaseOptions {
   // Taken off every lease's end on the local clock, for clock rate differences. Default: 2 ms.
   std::chrono::microseconds end_margin{2000};
   // Keys held (with a lease, a denial, or a rate being measured); a full table leases no new key
-  // (its decisions are exact calls) until idle keys are swept. Default: 100,000.
+  // (its decisions are exact calls) until idle keys are swept. The bound is per shard,
+  // max_keys / kShards keys each but at least one, so a table holds at least kShards (64) keys
+  // and a key can find its shard full before the table is. Default: 100,000.
   size_t max_keys = 100'000;
   // How often a thread of the store runs Maintain(); 0 starts no thread (the owner calls
   // Maintain(), as tests on a manual clock do). Default: 100 ms.
@@ -195,8 +197,11 @@ class LeaseStore final : public StoreWrapper {
   void Spend(Entry& e, int64_t cost, Time now);
   // Units of `e` spendable at `now`; counts and clears slots that ended.
   int64_t Units(Entry& e, Time now);
-  Entry* Find(Shard& s, std::string_view key, const Limit& limit, Time now, bool create)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // The entry of `key`, made when absent and `create` (then `*inserted` is set, when given: the
+  // insertion may have moved the shard's other entries), or nullptr (absent, table full, or
+  // leasing under another limit).
+  Entry* Find(Shard& s, std::string_view key, const Limit& limit, Time now, bool create,
+              bool* inserted = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   void SweepIfFull(Shard& s, Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // Sends `refunds` in calls of at most 64; with `wait`, waits up to it for the answers.
   void SendRefunds(std::span<const LeaseRefund> refunds, std::chrono::milliseconds wait);
