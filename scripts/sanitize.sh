@@ -39,7 +39,7 @@ ASAN_TESTS=(
   store_test
   json_log_format_test grpc_framing_test
   memory_store_test memory_store_overflow_test slot_table_test lease_test lease_property_test
-  lease_store_test
+  lease_store_test lease_maintenance_test lease_sizing_test
   config_corpus_test resp_reader_corpus_test store_url_corpus_test redis_keys_corpus_test
   rls_json_corpus_test rls_json_codec_corpus_test grpc_h2_corpus_test
 )
