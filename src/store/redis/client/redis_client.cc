@@ -193,6 +193,7 @@ class RedisClient::Impl final : public internal::ConnectionObserver,
   }
 
   const std::string& endpoint() const { return endpoint_; }
+  const std::string& cluster_node_id() const { return config_.cluster_node_id; }
   std::chrono::milliseconds command_timeout() const { return config_.command_timeout; }
 
  private:
@@ -254,6 +255,7 @@ absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Create(
       .client_name = o.client_name,
       .tls_context = std::move(tls_context),
       .require_primary = o.require_primary,
+      .cluster_node_id = o.cluster_node_id,
       .subscribe = o.subscribe,
       .on_message = o.on_message,
   };
@@ -327,5 +329,7 @@ std::vector<std::shared_ptr<RedisClient>> RedisClient::Primaries() const {
 std::chrono::milliseconds RedisClient::DefaultTimeout() const { return impl_->command_timeout(); }
 
 const std::string& RedisClient::Endpoint() const { return impl_->endpoint(); }
+
+const std::string& RedisClient::ClusterNodeId() const { return impl_->cluster_node_id(); }
 
 }  // namespace sluice

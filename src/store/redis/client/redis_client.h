@@ -99,6 +99,14 @@ struct RedisClientOptions {
   // that learn the primary from someone else (Sentinel). Under ACLs the user needs +role.
   // Default: false.
   bool require_primary = false;
+  // Check on every connect that the server is the Redis Cluster node with this id: CLUSTER MYID
+  // runs after AUTH and SELECT (one more round trip per connect, none per command), and a server
+  // answering another id, or an error (a server without cluster mode answers "ERR This instance
+  // has cluster support disabled"), fails the attempt with Unavailable, retried with backoff as
+  // for a server that is down. So a server that took the address of a node that died (a port
+  // reused on its host) is never sent a command. For the Cluster client, which learns the ids
+  // from the slot map. Under ACLs the user needs +cluster|myid. Default: empty, no check.
+  std::string cluster_node_id = {};
   // Subscriber mode: channels SUBSCRIBEd to as the last step of every connect, so a reconnect
   // subscribes again. A subscribed connection takes no commands: send nothing on such a client.
   // Default: empty, a normal client.
@@ -179,6 +187,8 @@ class RedisClient final : public RedisRouter, public std::enable_shared_from_thi
   //
   // Returns the redacted endpoint of the server (RedisEndpoint::Redacted()), for logs.
   const std::string& Endpoint() const;
+  // The node id checked on every connect (RedisClientOptions::cluster_node_id); empty if none.
+  const std::string& ClusterNodeId() const;
 
   // RedisRouter: one server serves every key.
   void Route(RedisCommand command, std::string_view /*key*/, std::chrono::milliseconds timeout,

@@ -168,9 +168,9 @@ void RedisConnection::OnConnected(uint64_t epoch, const boost::system::error_cod
       });
 }
 
-// Pipelines AUTH, SELECT, CLIENT SETNAME, ROLE (require_primary) and SUBSCRIBE (subscriber mode)
-// in one write, or a PING when there is nothing to set up, to prove the server answers; the
-// connection is ready when the last reply arrives.
+// Pipelines AUTH, SELECT, CLIENT SETNAME, ROLE (require_primary), CLUSTER MYID (cluster_node_id)
+// and SUBSCRIBE (subscriber mode) in one write, or a PING when there is nothing to set up, to prove
+// the server answers; the connection is ready when the last reply arrives.
 void RedisConnection::StartHandshake(uint64_t epoch) {
   std::string password = config_.endpoint.password;
   if (!config_.endpoint.password_file.empty()) {
@@ -197,6 +197,9 @@ void RedisConnection::StartHandshake(uint64_t epoch) {
                        RedisCommand::Format({"CLIENT", "SETNAME", config_.client_name}));
   }
   if (config_.require_primary) steps.emplace_back("ROLE", RedisCommand::Format({"ROLE"}));
+  if (!config_.cluster_node_id.empty()) {
+    steps.emplace_back("CLUSTER MYID", RedisCommand::Format({"CLUSTER", "MYID"}));
+  }
   // Last: once subscribed, the server accepts nothing but (un)subscriptions and PING.
   for (const std::string& channel : config_.subscribe) {
     steps.emplace_back("SUBSCRIBE", RedisCommand::Format({"SUBSCRIBE", channel}));
@@ -246,9 +249,12 @@ void RedisConnection::OnHandshakeReply(uint64_t epoch, std::string_view step, bo
           absl::StrCat(prefix, "SELECT ", config_.endpoint.db, " failed: ", text)));
       return;
     }
-    if (step == "ROLE" || step == "SUBSCRIBE") {
-      // Without ROLE a replica cannot be told from the primary; without SUBSCRIBE nothing is
-      // heard. An ACL that refuses them needs fixing, so NOPERM is final like a bad password.
+    if (step == "ROLE" || step == "CLUSTER MYID" || step == "SUBSCRIBE") {
+      // Without ROLE a replica cannot be told from the primary; without CLUSTER MYID a server
+      // that took a Cluster node's address cannot be told from the node (a server without
+      // cluster mode answers "ERR This instance has cluster support disabled": not the node);
+      // without SUBSCRIBE nothing is heard. An ACL that refuses them needs fixing, so NOPERM is
+      // final like a bad password.
       const std::string why = absl::StrCat(prefix, AbslView(step), " failed: ", text);
       FailConnection(IsAuthError(*reply) ? absl::PermissionDeniedError(why)
                                          : absl::UnavailableError(why));
@@ -266,6 +272,18 @@ void RedisConnection::OnHandshakeReply(uint64_t epoch, std::string_view step, bo
       FailConnection(absl::UnavailableError(absl::StrCat(
           "redis ", config_.host_port, ": ROLE says ", role.empty() ? reply->DebugString() : role,
           ", not master: not the primary")));
+      return;
+    }
+  } else if (step == "CLUSTER MYID") {
+    // Another node (or another cluster's) took this address since the slot map named it: its
+    // data is not the slot's, so nothing may run there. Failed as a transient error, retried with
+    // backoff; the commands refused meanwhile make the Cluster client refresh its map.
+    const bool text = reply->is_string() || reply->is_status();
+    if (!text || reply->str() != config_.cluster_node_id) {
+      FailConnection(absl::UnavailableError(
+          absl::StrCat("redis ", config_.host_port, ": CLUSTER MYID says ",
+                       text ? reply->str() : reply->DebugString(), ", not ",
+                       config_.cluster_node_id, ": not the cluster node the slot map names")));
       return;
     }
   } else if (step == "SUBSCRIBE" && config_.on_message) {

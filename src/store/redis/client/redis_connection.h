@@ -75,6 +75,8 @@ struct ConnectionConfig {
   std::shared_ptr<boost::asio::ssl::context> tls_context;
   // RedisClientOptions::require_primary: ROLE is a handshake step and must say "master".
   bool require_primary = false;
+  // RedisClientOptions::cluster_node_id: CLUSTER MYID is a handshake step and must answer it.
+  std::string cluster_node_id = {};
   // RedisClientOptions::subscribe and on_message: SUBSCRIBE is the last handshake step, and
   // messages go to on_message instead of the FIFO of commands.
   std::vector<std::string> subscribe = {};

@@ -22,8 +22,8 @@ RedisReply A(std::vector<RedisReply> e) { return RedisReply::Array(std::move(e))
 // One node of a CLUSTER SHARDS reply, as Redis 7.0 writes it.
 RedisReply ShardNode(std::string ip, int64_t port, std::string role, std::string health = "online",
                      std::string endpoint = "") {
-  return A({S("id"), S("0123abcd"), S("port"), I(port), S("ip"), S(ip), S("endpoint"),
-            S(endpoint.empty() ? ip : endpoint), S("role"), S(std::move(role)),
+  return A({S("id"), S("id-" + std::to_string(port)), S("port"), I(port), S("ip"), S(ip),
+            S("endpoint"), S(endpoint.empty() ? ip : endpoint), S("role"), S(std::move(role)),
             S("replication-offset"), I(72156), S("health"), S(std::move(health))});
 }
 
@@ -52,6 +52,11 @@ TEST(ParseClusterShards, ReadsPrimariesSlotsAndOnlineReplicas) {
   EXPECT_EQ(map->shards[1].primary, N("10.0.0.2", 7001));
   EXPECT_THAT(map->shards[1].replicas, ElementsAre(N("10.0.0.5", 7004)));
   EXPECT_EQ(map->CoveredSlots(), kClusterSlots);
+  // The node ids, which every connect checks (CLUSTER MYID).
+  EXPECT_EQ(map->shards[0].primary_id, "id-7000");
+  EXPECT_THAT(map->shards[0].replica_ids, ElementsAre("id-7003"));
+  EXPECT_EQ(map->shards[1].primary_id, "id-7001");
+  EXPECT_THAT(map->shards[1].replica_ids, ElementsAre("id-7004"));
 
   absl::StatusOr<std::vector<int16_t>> table = ClusterSlotTable(*map);
   ASSERT_TRUE(table.ok());
@@ -119,6 +124,20 @@ TEST(ParseClusterSlots, MergesRangesOfOnePrimary) {
   EXPECT_THAT(map->shards[0].slots, ElementsAre(std::pair(0, 5460), std::pair(10923, 16383)));
   EXPECT_THAT(map->shards[0].replicas, ElementsAre(N("127.0.0.1", 30004)));
   EXPECT_EQ(map->CoveredSlots(), kClusterSlots);
+  EXPECT_EQ(map->shards[0].primary_id, "id1");
+  EXPECT_THAT(map->shards[0].replica_ids, ElementsAre("id4"));
+  EXPECT_EQ(map->shards[1].primary_id, "id2");
+  EXPECT_TRUE(map->shards[1].replica_ids.empty());
+}
+
+TEST(ParseClusterSlots, ANodeWithoutAnIdHasAnEmptyOne) {
+  // Servers before Redis 4 report [host, port] only: nothing to check a connect against.
+  const RedisReply reply =
+      A({A({I(0), I(16383), A({S("127.0.0.1"), I(30001)}), A({S("127.0.0.1"), I(30004)})})});
+  absl::StatusOr<ClusterMap> map = ParseClusterSlots(reply, "seed");
+  ASSERT_TRUE(map.ok()) << map.status();
+  EXPECT_EQ(map->shards[0].primary_id, "");
+  EXPECT_THAT(map->shards[0].replica_ids, ElementsAre(""));
 }
 
 TEST(ParseClusterSlots, AnUnknownEndpointIsTheAskedHost) {

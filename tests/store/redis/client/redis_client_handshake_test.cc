@@ -1,5 +1,6 @@
 // RedisClient's opt-in handshake steps, against real servers: require_primary (ROLE must say
-// master) and subscriber mode (SUBSCRIBE as the last step, messages to on_message).
+// master), cluster_node_id (CLUSTER MYID must answer it) and subscriber mode (SUBSCRIBE as the last
+// step, messages to on_message).
 #include <chrono>
 #include <string>
 #include <thread>
@@ -93,6 +94,51 @@ TEST(RedisClientRequirePrimary, RefusesAReplicaAndSendsItNothing) {
   ASSERT_EQ(*replica->Command({"REPLICAOF", "NO", "ONE"}), "OK");
   EXPECT_TRUE((*client)->WaitForConnection(testing::kWatchdog).ok());
   EXPECT_EQ(*(*client)->SendSync({"SET", "k", "v"}), RedisReply::Status("OK"));
+}
+
+TEST(RedisClientClusterNodeId, ConnectsToTheNodeWithThatId) {
+  absl::StatusOr<std::unique_ptr<RedisServer>> node =
+      RedisServer::Start({.config = {{"cluster-enabled", "yes"}}});
+  ASSERT_TRUE(node.ok()) << node.status();
+  absl::StatusOr<std::string> id = (*node)->Command({"CLUSTER", "MYID"});
+  ASSERT_TRUE(id.ok()) << id.status();
+  RedisClientOptions options = OptionsFor(**node);
+  options.cluster_node_id = *id;
+  std::unique_ptr<RedisClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(*client->SendSync({"PING"}), RedisReply::Status("PONG"));
+  EXPECT_EQ(client->ClusterNodeId(), *id);
+}
+
+// Verifies that a server that is not the node the id names is sent nothing: another cluster node
+// answers another id, and a server without cluster mode an error; each connect fails, again and
+// again, with Unavailable (transient, as a failover may move the address), and commands are
+// refused without being sent.
+TEST(RedisClientClusterNodeId, RefusesAnotherNodeAndAServerWithoutClusterMode) {
+  absl::StatusOr<std::unique_ptr<RedisServer>> other =
+      RedisServer::Start({.config = {{"cluster-enabled", "yes"}}});
+  ASSERT_TRUE(other.ok()) << other.status();
+  std::unique_ptr<RedisServer> plain = StartServer();
+  ASSERT_NE(plain, nullptr);
+  const std::string wanted(40, 'a');
+  for (RedisServer* server : {other->get(), plain.get()}) {
+    SCOPED_TRACE(server->Url());
+    RedisClientOptions options = OptionsFor(*server);
+    options.cluster_node_id = wanted;
+    absl::StatusOr<std::unique_ptr<RedisClient>> client = RedisClient::Create(options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    const absl::Status connected = (*client)->WaitForConnection(milliseconds(500));
+    EXPECT_TRUE(absl::IsDeadlineExceeded(connected)) << connected;
+    EXPECT_THAT(connected.message(),
+                HasSubstr(server == plain.get() ? "cluster support disabled"
+                                                : "not the cluster node the slot map names"));
+    absl::StatusOr<RedisReply> reply = (*client)->SendSync({"SET", "k", "v"});
+    EXPECT_TRUE(absl::IsUnavailable(reply.status())) << reply.status();
+    EXPECT_GE((*client)->Stats().connect_failures, 2u);
+    EXPECT_EQ((*client)->Stats().connects, 0u);
+  }
+  EXPECT_EQ(*plain->Command({"DBSIZE"}), "0");
+  EXPECT_EQ(*(*other)->Command({"DBSIZE"}), "0");
 }
 
 TEST(RedisClientSubscriber, DeliversConfirmationsAndMessages) {

@@ -146,24 +146,40 @@ void ClusterClient::Impl::Shutdown() {
 
 absl::Status ClusterClient::Impl::AddSeedClient() {
   const RedisNode& seed = endpoint_.nodes.front();
-  absl::StatusOr<std::unique_ptr<RedisClient>> made = MakeNodeClient(seed);
+  // A seed's id is not known before the first map: the first Install() replaces this client by
+  // one that checks the id, if the seed is a primary.
+  absl::StatusOr<std::unique_ptr<RedisClient>> made = MakeNodeClient(seed, /*node_id=*/"");
   if (!made.ok()) return made.status();
   internal::MutexLock lock(&mu_);
   clients_.emplace(RedisNodeName(seed), std::shared_ptr<RedisClient>(*std::move(made)));
   return absl::OkStatus();
 }
 
-RedisClientOptions ClusterClient::Impl::NodeOptions(const RedisNode& node) const {
+RedisClientOptions ClusterClient::Impl::NodeOptions(const RedisNode& node,
+                                                    const std::string& node_id) const {
   RedisClientOptions o = options_.node;
   o.endpoint = endpoint_.ForNode(node.host, node.port);
+  // Every (re)connect checks with CLUSTER MYID that the server at the address is still the node
+  // the map named, so that a server that took a dead node's address (a plain redis-server, or
+  // another node, on a reused port) is never sent a slot's commands. Without an id (a seed before
+  // the first map, or CLUSTER SLOTS of a server before Redis 4, which reports none) there is
+  // nothing to check against, and the address is trusted as before.
+  o.cluster_node_id = node_id;
   return o;
 }
 
 absl::StatusOr<std::unique_ptr<RedisClient>> ClusterClient::Impl::MakeNodeClient(
-    const RedisNode& node) const {
+    const RedisNode& node, const std::string& node_id) const {
   std::shared_ptr<internal::IoThread> thread = io_thread_.lock();
   if (thread == nullptr) return absl::UnavailableError("redis cluster: client shut down");
-  return RedisClient::Create(NodeOptions(node), std::move(thread));
+  return RedisClient::Create(NodeOptions(node, node_id), std::move(thread));
+}
+
+std::string ClusterClient::Impl::KnownNodeId(const RedisNode& node) const {
+  std::shared_ptr<const ClusterRouting> routing = Snapshot();
+  if (routing == nullptr) return {};
+  auto it = routing->node_ids.find(RedisNodeName(node));
+  return it == routing->node_ids.end() ? std::string() : it->second;
 }
 
 std::shared_ptr<const ClusterRouting> ClusterClient::Impl::Snapshot() const {
@@ -328,7 +344,9 @@ std::shared_ptr<RedisClient> ClusterClient::Impl::ClientForNode(const RedisNode&
   // A node the map does not know yet (a MOVED ahead of the refresh). Its client is made outside
   // mu_ (it starts a thread) and connects in the background; the command waits in its queue
   // within its deadline.
-  absl::StatusOr<std::unique_ptr<RedisClient>> made = MakeNodeClient(node);
+  // A MOVED names the node that serves the slot now, usually a replica just promoted: the map
+  // knows its id, which the new client checks.
+  absl::StatusOr<std::unique_ptr<RedisClient>> made = MakeNodeClient(node, KnownNodeId(node));
   if (!made.ok()) {
     internal::MutexLock lock(&mu_);
     last_error_ = made.status();

@@ -3,7 +3,11 @@
 // The slot map comes from any node (first the seeds of the endpoint, later the primaries and
 // replicas it names) through CLUSTER SHARDS, or CLUSTER SLOTS on servers before Redis 7. Each
 // primary gets one RedisClient (its auto-pipelined connection, from endpoint.ForNode()), and
-// Route() sends a command to the primary serving the CRC16 slot of its key. The map is an immutable
+// Route() sends a command to the primary serving the CRC16 slot of its key. Each node client
+// checks on every connect that the server is the node the map named (CLUSTER MYID against the
+// node id of the map, RedisClientOptions::cluster_node_id): a server that took a dead node's
+// address is never sent a command; its connects fail, so do the slot's commands, which makes the
+// map refresh until it names the promoted replica. The map is an immutable
 // snapshot swapped whole, so routing takes one short lock to copy a pointer and never waits for a
 // refresh.
 //

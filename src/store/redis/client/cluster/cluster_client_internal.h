@@ -51,6 +51,9 @@ struct ClusterRouting {
   int covered_slots = 0;
   // Where to ask for the next map: primaries, then replicas.
   std::vector<RedisNode> candidates;
+  // The node id of each node of the map (primaries and replicas) that has one, by "host:port":
+  // the id a client made for that address checks on every connect (cluster_node_id).
+  std::map<std::string, std::string> node_ids;
 
   // The primary for `slot` (any primary for -1) and its address; null if none.
   const std::shared_ptr<RedisClient>* ClientFor(int slot, const RedisNode** address) const;
@@ -110,9 +113,14 @@ class ClusterClient::Impl final : public std::enable_shared_from_this<Impl> {
   // The client for a node named by a redirect: the primary's, or a new one.
   std::shared_ptr<RedisClient> ClientForNode(const RedisNode& node);
   std::shared_ptr<const ClusterRouting> Snapshot() const;
-  RedisClientOptions NodeOptions(const RedisNode& node) const;
+  // `node_id`: checked on every connect (RedisClientOptions::cluster_node_id); empty: unknown.
+  RedisClientOptions NodeOptions(const RedisNode& node, const std::string& node_id) const;
   // A client for `node` on the cluster's thread; Unavailable once the ClusterClient is gone.
-  absl::StatusOr<std::unique_ptr<RedisClient>> MakeNodeClient(const RedisNode& node) const;
+  absl::StatusOr<std::unique_ptr<RedisClient>> MakeNodeClient(const RedisNode& node,
+                                                              const std::string& node_id) const;
+  // The id the current map gives the node at `node`'s address; empty if none (a seed not in the
+  // map yet, a server too old to report ids).
+  std::string KnownNodeId(const RedisNode& node) const;
   bool OnClusterThread() const;
 
   // Cluster thread only (cluster_refresh.cc).

@@ -116,7 +116,7 @@ void ClusterClient::Impl::TryNextCandidate() {
     if (it != clients_.end()) asked_client_ = it->second;
   }
   if (asked_client_ == nullptr) {
-    absl::StatusOr<std::unique_ptr<RedisClient>> made = MakeNodeClient(node);
+    absl::StatusOr<std::unique_ptr<RedisClient>> made = MakeNodeClient(node, KnownNodeId(node));
     if (!made.ok()) {
       refresh_error_ = made.status();
       TryNextCandidate();
@@ -228,11 +228,17 @@ void ClusterClient::Impl::Install(const ClusterMap& map) {
     {
       internal::MutexLock lock(&mu_);
       for (const ClusterShard& shard : map.shards) {
-        if (clients_.count(RedisNodeName(shard.primary)) == 0) missing.push_back(&shard);
+        // A client that checks another id (or none: a seed's, a redirect's made before the map
+        // knew the node) is not this node's: it is replaced.
+        auto it = clients_.find(RedisNodeName(shard.primary));
+        if (it == clients_.end() || it->second->ClusterNodeId() != shard.primary_id) {
+          missing.push_back(&shard);
+        }
       }
     }
     for (const ClusterShard* shard : missing) {
-      absl::StatusOr<std::unique_ptr<RedisClient>> made = MakeNodeClient(shard->primary);
+      absl::StatusOr<std::unique_ptr<RedisClient>> made =
+          MakeNodeClient(shard->primary, shard->primary_id);
       if (made.ok()) {
         made_here.emplace(RedisNodeName(shard->primary), *std::move(made));
       } else {
@@ -250,8 +256,9 @@ void ClusterClient::Impl::Install(const ClusterMap& map) {
     for (const ClusterShard& shard : map.shards) {
       const std::string key = RedisNodeName(shard.primary);
       std::shared_ptr<RedisClient> client;
-      // A client made meanwhile by a redirect wins; ours is retired unused.
-      if (auto it = clients_.find(key); it != clients_.end()) {
+      // A client made meanwhile by a redirect for this node id wins; ours is retired unused.
+      if (auto it = clients_.find(key);
+          it != clients_.end() && it->second->ClusterNodeId() == shard.primary_id) {
         client = it->second;
       } else if (auto mine = made_here.find(key); mine != made_here.end()) {
         client = std::move(mine->second);
@@ -263,6 +270,14 @@ void ClusterClient::Impl::Install(const ClusterMap& map) {
     }
     for (const ClusterShard& shard : map.shards) {
       for (const RedisNode& replica : shard.replicas) AddUnique(routing->candidates, replica);
+      if (!shard.primary_id.empty()) {
+        routing->node_ids.emplace(RedisNodeName(shard.primary), shard.primary_id);
+      }
+      for (size_t i = 0; i < shard.replicas.size() && i < shard.replica_ids.size(); ++i) {
+        if (!shard.replica_ids[i].empty()) {
+          routing->node_ids.emplace(RedisNodeName(shard.replicas[i]), shard.replica_ids[i]);
+        }
+      }
     }
     for (int16_t owner : routing->slot_owner) {
       if (owner >= 0 && routing->primaries[static_cast<size_t>(owner)] != nullptr) {
@@ -273,7 +288,10 @@ void ClusterClient::Impl::Install(const ClusterMap& map) {
     // Clients of nodes that are no longer primaries (failed over, or only reached by a redirect)
     // are destroyed on this thread once nothing else holds them (SweepRetired()).
     for (auto& [key, client] : clients_) {
-      if (next.count(key) == 0) retired_.push_back(std::move(client));
+      // Also a client replaced by one checking the node's id (same address, another node).
+      if (auto it = next.find(key); it == next.end() || it->second != client) {
+        retired_.push_back(std::move(client));
+      }
     }
     for (auto& [key, client] : made_here) {
       if (client != nullptr) retired_.push_back(std::move(client));

@@ -112,7 +112,9 @@ absl::StatusOr<ClusterMap> ParseClusterShards(const RedisReply& reply, std::stri
     }
     if (slots->elements().empty()) continue;  // A primary without slots (or a failed one).
     std::optional<RedisNode> primary;
+    std::string primary_id;
     std::vector<RedisNode> replicas;
+    std::vector<std::string> replica_ids;
     for (const RedisReply& node : nodes->elements()) {
       std::optional<int> port = FieldInt(node, "port");
       if (std::optional<int> tls_port = FieldInt(node, "tls-port"); tls && tls_port.has_value()) {
@@ -123,14 +125,20 @@ absl::StatusOr<ClusterMap> ParseClusterShards(const RedisReply& reply, std::stri
       if (host.empty() || host == "?") host = FieldText(node, "ip");
       RedisNode address{.host = HostOr(host, asked_host), .port = *port};
       const std::string_view role = FieldText(node, "role");
+      std::string id(FieldText(node, "id"));
       if (role == "master") {
-        if (!primary.has_value()) primary = std::move(address);
+        if (!primary.has_value()) {
+          primary = std::move(address);
+          primary_id = std::move(id);
+        }
       } else if (FieldText(node, "health") == "online") {
         replicas.push_back(std::move(address));
+        replica_ids.push_back(std::move(id));
       }
     }
     if (!primary.has_value()) return Malformed(kCommand, "a shard with slots but no primary");
     ClusterShard& entry = ShardOf(map, *primary);
+    if (entry.primary_id.empty()) entry.primary_id = std::move(primary_id);
     for (size_t i = 0; i < slots->elements().size(); i += 2) {
       const RedisReply& first = slots->elements()[i];
       const RedisReply& last = slots->elements()[i + 1];
@@ -140,7 +148,10 @@ absl::StatusOr<ClusterMap> ParseClusterShards(const RedisReply& reply, std::stri
       }
       entry.slots.emplace_back(static_cast<int>(first.integer()), static_cast<int>(last.integer()));
     }
-    for (RedisNode& replica : replicas) entry.replicas.push_back(std::move(replica));
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      entry.replicas.push_back(std::move(replicas[i]));
+      entry.replica_ids.push_back(std::move(replica_ids[i]));
+    }
   }
   if (absl::Status ok = CheckNoOverlap(kCommand, map); !ok.ok()) return ok;
   return map;
@@ -149,13 +160,14 @@ absl::StatusOr<ClusterMap> ParseClusterShards(const RedisReply& reply, std::stri
 absl::StatusOr<ClusterMap> ParseClusterSlots(const RedisReply& reply, std::string_view asked_host) {
   constexpr std::string_view kCommand = "CLUSTER SLOTS";
   if (!reply.is_array()) return Malformed(kCommand, "not an array");
-  auto parse_node = [&](const RedisReply& node) -> std::optional<RedisNode> {
-    // [host, port, id, ...]; an unknown endpoint is nil or "?".
+  // [host, port, id, ...]; an unknown endpoint is nil or "?". The id is there since Redis 4.
+  auto parse_node = [&](const RedisReply& node, std::string& id) -> std::optional<RedisNode> {
     const std::vector<RedisReply>& e = node.elements();
     if (!node.is_array() || e.size() < 2 || !e[1].is_integer() || !ValidPort(e[1].integer())) {
       return std::nullopt;
     }
     if (!e[0].is_nil() && !e[0].is_string()) return std::nullopt;
+    id = e.size() >= 3 && e[2].is_string() ? e[2].str() : std::string();
     return RedisNode{.host = HostOr(e[0].str(), asked_host),
                      .port = static_cast<int>(e[1].integer())};
   };
@@ -166,16 +178,21 @@ absl::StatusOr<ClusterMap> ParseClusterSlots(const RedisReply& reply, std::strin
         !ValidRange(e[0].integer(), e[1].integer())) {
       return Malformed(kCommand, "a slot range");
     }
-    std::optional<RedisNode> primary = parse_node(e[2]);
+    std::string id;
+    std::optional<RedisNode> primary = parse_node(e[2], id);
     if (!primary.has_value()) return Malformed(kCommand, "a node");
     ClusterShard& shard = ShardOf(map, *primary);
+    if (shard.primary_id.empty()) shard.primary_id = std::move(id);
     shard.slots.emplace_back(static_cast<int>(e[0].integer()), static_cast<int>(e[1].integer()));
     for (size_t i = 3; i < e.size(); ++i) {
-      std::optional<RedisNode> replica = parse_node(e[i]);
+      std::optional<RedisNode> replica = parse_node(e[i], id);
       if (!replica.has_value()) return Malformed(kCommand, "a replica");
       bool known = false;
       for (const RedisNode& r : shard.replicas) known = known || r == *replica;
-      if (!known) shard.replicas.push_back(*std::move(replica));
+      if (!known) {
+        shard.replicas.push_back(*std::move(replica));
+        shard.replica_ids.push_back(std::move(id));
+      }
     }
   }
   if (absl::Status ok = CheckNoOverlap(kCommand, map); !ok.ok()) return ok;

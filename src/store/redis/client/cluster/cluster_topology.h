@@ -1,8 +1,10 @@
 // ClusterMap: which primary serves which slots of a Redis Cluster, as one node reported it.
 //
 // Parsed from CLUSTER SHARDS (Redis 7+) or, on older servers, CLUSTER SLOTS. Only what routing
-// needs is kept: each primary's address and slot ranges, and the replicas' addresses (other nodes
-// to ask for the map when the primaries do not answer). ClusterSlotTable() turns a map into the
+// needs is kept: each primary's address, node id and slot ranges, and the replicas' addresses and
+// ids (other nodes to ask for the map when the primaries do not answer). The node ids let the
+// client check, on every connect, that the server at an address is still the node the map named
+// (CLUSTER MYID, RedisClientOptions::cluster_node_id). ClusterSlotTable() turns a map into the
 // 16384-entry table the client routes with.
 //
 // Example:
@@ -31,10 +33,15 @@ namespace sluice {
 // One primary with the slots it serves.
 struct ClusterShard {
   RedisNode primary = {};
+  // The primary's node id (40 hex characters); empty when the reply carried none (CLUSTER SLOTS
+  // before Redis 4).
+  std::string primary_id = {};
   // Inclusive slot ranges, in the order reported.
   std::vector<std::pair<int, int>> slots = {};
   // Replicas reported online; not routed to, only asked for the map.
   std::vector<RedisNode> replicas = {};
+  // The replicas' node ids, in the order of `replicas` (one each; empty when not reported).
+  std::vector<std::string> replica_ids = {};
 
   friend bool operator==(const ClusterShard&, const ClusterShard&) = default;
 };
@@ -52,15 +59,16 @@ struct ClusterMap {
 // ParseClusterShards()
 //
 // Returns the map in a CLUSTER SHARDS reply. A node's address is its "endpoint" (else its "ip");
-// one that is empty or "?" (unknown) is `asked_host`, the node that answered. With `tls`, a node's
-// "tls-port" is used when present. Returns Internal for a reply of the wrong shape, a slot out of
-// range or two primaries claiming one slot.
+// one that is empty or "?" (unknown) is `asked_host`, the node that answered. Its id is its "id".
+// With `tls`, a node's "tls-port" is used when present. Returns Internal for a reply of the wrong
+// shape, a slot out of range or two primaries claiming one slot.
 absl::StatusOr<ClusterMap> ParseClusterShards(const RedisReply& reply, std::string_view asked_host,
                                               bool tls);
 
 // ParseClusterSlots()
 //
-// As ParseClusterShards(), for a CLUSTER SLOTS reply (Redis 3 to 6; still served by 7).
+// As ParseClusterShards(), for a CLUSTER SLOTS reply (Redis 3 to 6; still served by 7). A node
+// entry is [host, port, id, ...]; the id is there since Redis 4, and empty when absent.
 absl::StatusOr<ClusterMap> ParseClusterSlots(const RedisReply& reply, std::string_view asked_host);
 
 // ClusterSlotTable()
