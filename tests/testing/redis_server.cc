@@ -124,8 +124,8 @@ std::string RedisServer::Url() const { return absl::StrCat("redis://127.0.0.1:",
 absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(const Options& options) {
   // A port can be taken between FreeLoopbackPort() and redis binding it; try a few.
   absl::Status last = absl::UnavailableError("redis-server did not start");
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    absl::StatusOr<int> port = FreeLoopbackPort();
+  for (int attempt = 0; attempt < (options.port != 0 ? 1 : 5); ++attempt) {
+    absl::StatusOr<int> port = options.port != 0 ? options.port : FreeLoopbackPort();
     if (!port.ok()) return port.status();
     std::string tmpl = (std::filesystem::temp_directory_path() / "sluice-redis-XXXXXX").string();
     if (mkdtemp(tmpl.data()) == nullptr) return absl::InternalError("mkdtemp failed");

@@ -27,7 +27,10 @@ class RedisServer {
  public:
   // Extra redis.conf directives as "name value" pairs, e.g. {"requirepass", "s3cret"}.
   struct Options {
-    std::vector<std::pair<std::string, std::string>> config;
+    std::vector<std::pair<std::string, std::string>> config = {};
+    // The loopback port to listen on (one attempt: Unavailable if it is taken); 0 picks a free
+    // one. E.g. the port of a killed node, for a server that takes its address.
+    int port = 0;
   };
 
   // RedisServer::Start()

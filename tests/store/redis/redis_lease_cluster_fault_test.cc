@@ -17,9 +17,6 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "sluice/key.h"
 #include "sluice/limit.h"
@@ -51,35 +48,6 @@ Limit LimitOf(Algorithm a) {
                .period = IsBucket(a) ? std::chrono::microseconds(std::chrono::hours(24))
                                      : std::chrono::microseconds(std::chrono::hours(24 * 366))};
 }
-
-// Holds a loopback port, listening and never accepting, so that no other process on the machine
-// (tests running in parallel start servers on free ports) can start a server on the port of the
-// killed primary, which the store would then reach as if it were the primary: an empty server
-// that would admit each key's limit again.
-class PortHold {
- public:
-  explicit PortHold(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    const int one = 1;
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    if (fd_ < 0 || setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd_, 1) != 0) {
-      if (fd_ >= 0) close(fd_);
-      fd_ = -1;
-    }
-  }
-  PortHold(const PortHold&) = delete;
-  PortHold& operator=(const PortHold&) = delete;
-  ~PortHold() {
-    if (fd_ >= 0) close(fd_);
-  }
-  bool held() const { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
 
 TEST(RedisLeaseClusterFault, LeasesDecideThroughAFailoverAndTheBoundHolds) {
   absl::StatusOr<std::unique_ptr<RedisCluster>> started =
@@ -124,9 +92,10 @@ TEST(RedisLeaseClusterFault, LeasesDecideThroughAFailoverAndTheBoundHolds) {
   ASSERT_EQ(cluster.Command(*victim, {"WAIT", "1", "5000"}).value_or(""), "1");
   const LeaseStats killed_at = store.Stats().lease;
 
+  // Another process may start a server on the killed primary's free port meanwhile (tests run in
+  // parallel): the store's connects check the node id (CLUSTER MYID), so it is never used as the
+  // primary (redis_store_cluster_fault_test shows it with a plain redis-server on that port).
   cluster.Kill(*victim);
-  const PortHold hold(*victim);
-  EXPECT_TRUE(hold.held()) << "port " << *victim << " of the killed primary was taken at once";
   std::atomic<bool> promoted{false};
   std::vector<int64_t> local_during(keys.size(), 0);
   int64_t unleased_errors = 0;

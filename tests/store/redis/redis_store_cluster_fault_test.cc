@@ -337,5 +337,104 @@ TEST_F(RedisStoreClusterFaultTest, WithMinReplicasNoAdmissionIsLostOnFailover) {
   ASSERT_TRUE(cluster_->WaitUntilHealthy().ok());
 }
 
+// Verifies that a server taking a dead primary's address is never used as that primary: a plain
+// redis-server started on the killed primary's port, with none of the slot's data, is reached by
+// the client's reconnects, but fails the CLUSTER MYID check of every connect, so not one check
+// runs there. The slot's keys fail until the replica is promoted, then follow the failover, and
+// no key admits more than its limit (every admission was replicated before the kill: WAIT).
+TEST_F(RedisStoreClusterFaultTest, AServerOnADeadPrimarysPortIsNotUsedAsThePrimary) {
+  ASSERT_TRUE(cluster_->WaitUntilHealthy().ok());
+  constexpr int kImpostorLimit = 100;
+  const Limit limit{.algorithm = Algorithm::kFixedWindow,
+                    .limit = kImpostorLimit,
+                    .period = std::chrono::microseconds(std::chrono::hours(24 * 366))};
+  auto key_of = [](int k) { return absl::StrCat("{impostor:", k, "}"); };
+  const int slot0 = ClusterHashSlot(key_of(0));
+  const absl::StatusOr<int> victim = cluster_->PrimaryForSlot(slot0);
+  ASSERT_TRUE(victim.ok()) << victim.status();
+  const absl::StatusOr<int> replica = cluster_->ReplicaOf(*victim);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  // The keys served by the victim (key 0 at least).
+  std::vector<std::string> keys;
+  for (int k = 0; k < kKeys; ++k) {
+    absl::StatusOr<int> owner = cluster_->PrimaryForSlot(ClusterHashSlot(key_of(k)));
+    ASSERT_TRUE(owner.ok()) << owner.status();
+    if (*owner == *victim) keys.push_back(key_of(k));
+  }
+
+  absl::StatusOr<std::unique_ptr<RedisStore>> store = RedisStore::Create(
+      {.url = cluster_->Url(), .command_timeout = milliseconds(200), .cluster = true});
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->WaitForConnection(std::chrono::seconds(10)).ok());
+  std::vector<int> admitted(keys.size(), 0);
+  std::vector<int> failed(keys.size(), 0);  // A failed check may have been recorded, unreported.
+  int errors = 0;
+  auto check = [&](size_t k) {
+    absl::StatusOr<Decision> d = (*store)->Check(keys[k], limit);
+    if (!d.ok()) {
+      ++errors;
+      ++failed[k];
+    } else if (d->allowed) {
+      ++admitted[k];
+    }
+    return d.ok();
+  };
+  // Half of each key's limit, all of it on the replica too before the kill.
+  for (size_t k = 0; k < keys.size(); ++k) {
+    for (int i = 0; i < kImpostorLimit / 2; ++i) ASSERT_TRUE(check(k)) << keys[k];
+    ASSERT_EQ(admitted[k], kImpostorLimit / 2) << keys[k];
+  }
+  ASSERT_EQ(cluster_->Command(*victim, {"WAIT", "1", "5000"}).value_or(""), "1");
+
+  cluster_->Kill(*victim);
+  absl::StatusOr<std::unique_ptr<testing::RedisServer>> impostor =
+      testing::RedisServer::Start({.port = *victim});
+  ASSERT_TRUE(impostor.ok()) << "port " << *victim << ": " << impostor.status();
+
+  // Until the promotion, checks of the slot reach only the impostor's address; each one fails
+  // (its connection never passes the handshake). Then the map moves the slot to the replica.
+  const SteadyClock::time_point killed = SteadyClock::now();
+  const bool promoted = testing::WaitFor(
+      [&] {
+        for (size_t k = 0; k < keys.size(); ++k) check(k);
+        absl::StatusOr<int> owner = cluster_->PrimaryForSlot(slot0);
+        return owner.ok() && *owner == *replica;
+      },
+      20'000);
+  ASSERT_TRUE(promoted);
+  const int64_t promotion_us = MicrosSince(killed);
+  const int errors_before_promotion = errors;
+  EXPECT_GT(errors_before_promotion, 0);
+  // Decisions resume on the promoted replica.
+  EXPECT_TRUE(testing::WaitFor([&] { return check(0); }, 10'000));
+  const int64_t recovery_us = MicrosSince(killed);
+  // Each key offered twice its limit more: admitted up to the limit, never beyond (short of it
+  // by at most the failed checks that were recorded all the same).
+  for (size_t k = 0; k < keys.size(); ++k) {
+    for (int i = 0; i < 2 * kImpostorLimit; ++i) check(k);
+    EXPECT_LE(admitted[k], kImpostorLimit) << keys[k];
+    EXPECT_GE(admitted[k], kImpostorLimit - failed[k]) << keys[k];
+  }
+  // The impostor was reached (the client's reconnects asked it CLUSTER MYID) but ran nothing:
+  // no key written, no script called.
+  EXPECT_EQ((*impostor)->Command({"DBSIZE"}).value_or("?"), "0");
+  const std::string commands = (*impostor)->Command({"INFO", "commandstats"}).value_or("");
+  EXPECT_TRUE(absl::StrContains(commands, "cmdstat_cluster")) << commands;
+  for (const char* name : {"cmdstat_fcall", "cmdstat_evalsha", "cmdstat_eval:", "cmdstat_incr"}) {
+    EXPECT_FALSE(absl::StrContains(commands, name)) << name << " in " << commands;
+  }
+  std::cout << "impostor on the killed primary's port: " << keys.size() << " keys of limit "
+            << kImpostorLimit << ", admitted per key";
+  for (int n : admitted) std::cout << " " << n;
+  std::cout << "; " << errors_before_promotion << " checks failed before the promotion ("
+            << promotion_us / 1000 << " ms after the kill), decisions again " << recovery_us / 1000
+            << " ms after the kill\n";
+
+  // A full cluster again for the next test: the impostor goes, the killed node rejoins.
+  impostor->reset();
+  ASSERT_TRUE(cluster_->Restart(*victim).ok());
+  ASSERT_TRUE(cluster_->WaitUntilHealthy().ok());
+}
+
 }  // namespace
 }  // namespace sluice
