@@ -158,6 +158,7 @@ absl::Status RedisServer::Launch() {
     args.push_back("--" + name);
     args.push_back(value);
   }
+  for (const std::string& arg : options_.args) args.push_back(arg);
   absl::StatusOr<pid_t> pid = SpawnTiedToParent(std::move(args));
   if (!pid.ok()) return pid.status();
   pid_ = *pid;

@@ -31,6 +31,9 @@ class RedisServer {
     // The loopback port to listen on (one attempt: Unavailable if it is taken); 0 picks a free
     // one. E.g. the port of a killed node, for a server that takes its address.
     int port = 0;
+    // Extra command-line arguments after the config, for directives of several arguments, e.g.
+    // {"--rename-command", "PSYNC", ""}.
+    std::vector<std::string> args = {};
   };
 
   // RedisServer::Start()
