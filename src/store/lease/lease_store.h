@@ -123,6 +123,8 @@ class LeaseStore final : public StoreWrapper {
     Time since{};
     // A leasing call is in flight (at most one per key).
     bool leasing = false;
+    // No background refill before this: the last leasing call was granted nothing.
+    Time refill_after{};
     Time last_used{};
   };
   struct Shard {
