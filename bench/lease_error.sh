@@ -16,8 +16,8 @@
 #   algorithms  the other four algorithms at 1000/s, x = 10
 #   instances   N = 1 and 16 at 10/s, x = 10
 #   minute      100/min run as 100/6s (said in the output), x = 10, two periods
-# --full (about 35 minutes, estimated; 12 of them the minute limit over real minutes): the
-#   headline for N = 1, 2, 4, 16; splits 80-20, hot, rotating; constant and square arrivals; all
+# --full (about 50 minutes: 48 on 4 December 2026; 16 of them the minute limit over real minutes):
+#   the headline for N = 1, 2, 4, 16; splits 80-20, hot, rotating; constant and square arrivals; all
 #   five algorithms at 1000/s over every x; 100/min with its real minute; N = 64; the traffic
 #   shifts and the faults.
 # --faults: the faults alone (Redis paused 5 s and 30 s, killed and restarted empty, an instance
