@@ -77,7 +77,7 @@ struct Summary {
   // second what the policy answers instead, within the store's deadline or at once (breaker open).
   int64_t store_answers = 0, store_p99_us = 0;
   int64_t policy_answers = 0, policy_p99_us = 0, policy_max_us = 0;
-  double offered_x = 0;                        // offered checks per period, in limits
+  double offered_x = 0;  // offered checks per period, in limits
 };
 
 // Summarize()

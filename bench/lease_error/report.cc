@@ -106,10 +106,11 @@ void Report::Add(const Row& row) {
                         f.back_us / 1000, f.first_e, f.first_u));
   }
   if (f.held_at_kill >= 0) {
-    add(absl::StrFormat("killed holding %d units (last grant %d); its window offered %d, "
+    add(
+        absl::StrFormat("killed holding %d units (last grant %d); its window offered %d, "
                         "admitted %d, %d short",
-                        f.held_at_kill, f.last_grant, f.kill_window_offered,
-                        f.kill_window_admitted, f.kill_window_short));
+                        f.held_at_kill, f.last_grant, f.kill_window_offered, f.kill_window_admitted,
+                        f.kill_window_short));
   } else if (f.kill_window_short >= 0) {
     add(absl::StrFormat("the kill's window offered %d, admitted %d, %d short",
                         f.kill_window_offered, f.kill_window_admitted, f.kill_window_short));

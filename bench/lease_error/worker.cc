@@ -80,9 +80,9 @@ std::jthread SampleLeases(const RedisStore& redis, WorkerSummary& summary) {
     LeaseStats seen{};
     while (!stop.stop_requested()) {
       const LeaseStats now = redis.Stats().lease;
-      const auto held = static_cast<int64_t>(now.units_granted) -
-                        static_cast<int64_t>(now.local_admits + now.units_expired +
-                                             now.units_refunded);
+      const auto held =
+          static_cast<int64_t>(now.units_granted) -
+          static_cast<int64_t>(now.local_admits + now.units_expired + now.units_refunded);
       if (now.grants > seen.grants) {
         // Several grants since the last sample: their mean (one is the usual case).
         summary.lease_last_grant.store(static_cast<int64_t>(
