@@ -22,7 +22,8 @@
 #   shifts and the faults.
 # --faults: the faults alone (Redis paused 5 s and 30 s, killed and restarted empty, an instance
 #   killed, an instance added), N = 4 at 1000/s, x = 10, with E, U and latency before, during and
-#   after each; the instance killed again at x = 1, where it dies holding units (what it strands).
+#   after each; the instance killed and Redis restarted again at x = 1, where the window is still
+#   filling at the fault (what a crash strands; what a restart forgets).
 # --shift: traffic shifts alone: the rotating split (90 % of the load on one instance, moving on
 #   every 2.25 s, so shifts fall at every phase of the window), N = 4 at 1000/s, x = 2 and 10,
 #   20 s each: how many refreshes until the new hot instance is admitted 95 % of its share.
@@ -90,9 +91,11 @@ fi
 if [ "$SWEEP" = full ] || [ "$SWEEP" = faults ]; then
   sweep faults --instances 4 --loads 10 --limits 1000/s \
     --faults pause:5,pause:30,restart,kill-instance,add-instance
-  # At x = 10 the window is spent within 0.1 s, before the kill at its middle: nothing is left to
-  # strand. At x = 1 it fills over the whole window, so the killed instance dies holding a lease.
-  sweep faults-x1 --instances 4 --loads 1 --limits 1000/s --faults kill-instance
+  # At x = 10 the window is spent within 0.1 s, before the fault at its middle: nothing is left to
+  # strand, and a restart finds every instance answering a remembered denial. At x = 1 it fills
+  # over the whole window, so the killed instance dies holding a lease and the restart forgets a
+  # window still in use.
+  sweep faults-x1 --instances 4 --loads 1 --limits 1000/s --faults kill-instance,restart
 fi
 
 echo "# results: $CSV"
