@@ -79,7 +79,8 @@ attack: configure
 # The error harness of issue 20 (docs/PERFORMANCE.md, "Leases: error harness"): N limiter processes
 # per store mode against each algorithm's exact bound; fails when exact mode over-admits. About 3
 # minutes on 2 cores (redis-server; gnuplot for docs/img/lease_error.svg). LEASE_ERROR=--full for
-# the whole sweep (about 35 minutes), --faults for the faults alone. Not part of `make test`.
+# the whole sweep (about 50 minutes), --faults for the faults alone, --shift for traffic shifts
+# alone. Not part of `make test`.
 LEASE_ERROR ?=
 lease-error: configure
 	@cmake --build $(BUILD_DIR) -j$(JOBS) --target lease_error -- --no-print-directory

@@ -3,7 +3,7 @@
 # above its exact bound (E) and below what could have been admitted (U), per store mode, in one
 # run on one redis-server (docs/PERFORMANCE.md, "Leases: error harness").
 #
-#   bench/lease_error.sh [--full | --faults] [BUILD_DIR]     (a build with bench/lease_error;
+#   bench/lease_error.sh [--full | --faults | --shift] [BUILD_DIR]     (a build with bench/lease_error;
 #                                                             redis-server)
 #
 # Modes, in every sweep: exact (plain redis:// URL: E must be 0, and the run fails if it is not),
@@ -16,12 +16,17 @@
 #   algorithms  the other four algorithms at 1000/s, x = 10
 #   instances   N = 1 and 16 at 10/s, x = 10
 #   minute      100/min run as 100/6s (said in the output), x = 10, two periods
-# --full (about 35 minutes, estimated; 12 of them the minute limit over real minutes): the
-#   headline for N = 1, 2, 4, 16; splits 80-20, hot, rotating; constant and square arrivals; all
-#   five algorithms at 1000/s over every x; 100/min with its real minute; N = 64; and the faults.
+# --full (about 50 minutes: 48 on 4 December 2026; 16 of them the minute limit over real minutes):
+#   the headline for N = 1, 2, 4, 16; splits 80-20, hot, rotating; constant and square arrivals; all
+#   five algorithms at 1000/s over every x; 100/min with its real minute; N = 64; the traffic
+#   shifts and the faults.
 # --faults: the faults alone (Redis paused 5 s and 30 s, killed and restarted empty, an instance
 #   killed, an instance added), N = 4 at 1000/s, x = 10, with E, U and latency before, during and
-#   after each.
+#   after each; the instance killed and Redis restarted again at x = 1, where the window is still
+#   filling at the fault (what a crash strands; what a restart forgets).
+# --shift: traffic shifts alone: the rotating split (90 % of the load on one instance, moving on
+#   every 2.25 s, so shifts fall at every phase of the window), N = 4 at 1000/s, x = 2 and 10,
+#   20 s each: how many refreshes until the new hot instance is admitted 95 % of its share.
 #
 # Tables go to stdout; one CSV row per table row to $RESULTS_DIR/lease_error-<UTC time>.csv
 # (RESULTS_DIR defaults to bench/results). With gnuplot installed, docs/img/lease_error.svg is
@@ -33,6 +38,7 @@ SWEEP=default
 case "${1:-}" in
   --full) SWEEP=full; shift ;;
   --faults) SWEEP=faults; shift ;;
+  --shift) SWEEP=shift; shift ;;
   -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 esac
 BUILD_DIR=${1:-build}
@@ -78,13 +84,22 @@ elif [ "$SWEEP" = full ]; then
   sweep minute --instances 4 --loads 2,10 --limits 100/min --windows 2
   sweep n64 --instances 64 --loads 10 --limits 10/s --seconds 4
 fi
+if [ "$SWEEP" = full ] || [ "$SWEEP" = shift ]; then
+  sweep shift --instances 4 --splits rotating --rotate-seconds 2.25 --loads 2,10 --limits 1000/s \
+    --seconds 20
+fi
 if [ "$SWEEP" = full ] || [ "$SWEEP" = faults ]; then
   sweep faults --instances 4 --loads 10 --limits 1000/s \
     --faults pause:5,pause:30,restart,kill-instance,add-instance
+  # At x = 10 the window is spent within 0.1 s, before the fault at its middle: nothing is left to
+  # strand, and a restart finds every instance answering a remembered denial. At x = 1 it fills
+  # over the whole window, so the killed instance dies holding a lease and the restart forgets a
+  # window still in use.
+  sweep faults-x1 --instances 4 --loads 1 --limits 1000/s --faults kill-instance,restart
 fi
 
 echo "# results: $CSV"
-if [ "$SWEEP" != faults ]; then
+if [ "$SWEEP" = default ] || [ "$SWEEP" = full ]; then
   if command -v gnuplot >/dev/null; then
     FIGURES=lease_error bash bench/plot.sh "$CSV"
   else

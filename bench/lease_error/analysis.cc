@@ -250,6 +250,8 @@ Summary Summarize(const Analysis& analysis, int64_t from_us, int64_t to_us, int6
   s.u_p99 = Percentile(u, 0.99);
   s.u_p50 = Percentile(u, 0.50);
   std::vector<int64_t> latency;
+  std::vector<int64_t> store_latency;
+  std::vector<int64_t> policy_latency;
   for (const Record& r : analysis.decisions) {
     if (r.send_us < from_us || r.send_us >= to_us) continue;
     ++s.decisions;
@@ -257,11 +259,20 @@ Summary Summarize(const Analysis& analysis, int64_t from_us, int64_t to_us, int6
     if (r.flags & Record::kError) ++s.errors;
     if (r.flags & Record::kFallback) ++s.fallback;
     latency.push_back(r.recv_us - r.send_us);
+    const bool policy = (r.flags & (Record::kError | Record::kFallback)) != 0;
+    (policy ? policy_latency : store_latency).push_back(r.recv_us - r.send_us);
   }
   std::sort(latency.begin(), latency.end());
   s.p50_us = Percentile(latency, 0.50);
   s.p99_us = Percentile(latency, 0.99);
   s.max_us = latency.empty() ? 0 : latency.back();
+  std::sort(store_latency.begin(), store_latency.end());
+  std::sort(policy_latency.begin(), policy_latency.end());
+  s.store_answers = static_cast<int64_t>(store_latency.size());
+  s.store_p99_us = Percentile(store_latency, 0.99);
+  s.policy_answers = static_cast<int64_t>(policy_latency.size());
+  s.policy_p99_us = Percentile(policy_latency, 0.99);
+  s.policy_max_us = policy_latency.empty() ? 0 : policy_latency.back();
   if (to_us > from_us && analysis.limit > 0) {
     const double periods =
         static_cast<double>(to_us - from_us) / static_cast<double>(analysis.period_us);

@@ -72,7 +72,12 @@ struct Summary {
   double u_max = 0, u_p99 = 0, u_p50 = 0;
   int64_t decisions = 0, admitted = 0, errors = 0, fallback = 0;
   int64_t p50_us = 0, p99_us = 0, max_us = 0;  // decision latency (issue to answer)
-  double offered_x = 0;                        // offered checks per period, in limits
+  // The same split by who answered: the store (from a lease, or Redis) or the failure policy (an
+  // error or a fallback decision). During an outage the first are what leases still decide, the
+  // second what the policy answers instead, within the store's deadline or at once (breaker open).
+  int64_t store_answers = 0, store_p99_us = 0;
+  int64_t policy_answers = 0, policy_p99_us = 0, policy_max_us = 0;
+  double offered_x = 0;  // offered checks per period, in limits
 };
 
 // Summarize()

@@ -21,6 +21,7 @@
 #include "bench/lease_error/records.h"
 #include "bench/lease_error/redis_process.h"
 #include "bench/lease_error/report.h"
+#include "bench/lease_error/shift.h"
 #include "bench/lease_error/worker_process.h"
 
 #include "sluice/open_store.h"
@@ -126,6 +127,44 @@ std::string UtcStamp() {
 int64_t CeilTo(int64_t t, int64_t step) { return (t + step - 1) / step * step; }
 int64_t FloorTo(int64_t t, int64_t step) { return t / step * step; }
 
+// The lease store's refresh (lease_refresh_ms in lease mode's URL parameters, else its default of
+// 500 ms): the unit the traffic-shift figures are given in.
+int64_t RefreshUs(std::string_view lease_params) {
+  constexpr std::string_view kName = "lease_refresh_ms=";
+  const size_t at = lease_params.find(kName);
+  int64_t ms = 500;
+  if (at != std::string_view::npos) {
+    const std::string_view v = lease_params.substr(at + kName.size());
+    std::from_chars(v.data(), v.data() + v.size(), ms);
+  }
+  return std::max<int64_t>(1, ms) * 1000;
+}
+
+// What the window starting at `at` saw, or nullptr when it is not in the run.
+const WindowStat* WindowAt(const Analysis& analysis, int64_t at) {
+  for (const WindowStat& w : analysis.windows) {
+    if (w.start_us == at) return &w;
+  }
+  return nullptr;
+}
+
+// After Redis returned (`back`): how long the failure policy still answered, and whether the
+// first whole window after it was exact again (E 0; U 0 unless too little was offered).
+FaultDetail OutageDetail(const Analysis& analysis, int64_t back) {
+  FaultDetail out;
+  out.back_us = 0;
+  for (const Record& r : analysis.decisions) {
+    if (r.send_us >= back && (r.flags & (Record::kError | Record::kFallback)) != 0) {
+      out.back_us = std::max(out.back_us, r.send_us - back);
+    }
+  }
+  if (const WindowStat* w = WindowAt(analysis, CeilTo(back, analysis.period_us))) {
+    out.first_e = w->e;
+    out.first_u = w->u.value_or(-1);
+  }
+  return out;
+}
+
 class Sweep {
  public:
   Sweep(const SweepOptions& options, RedisProcess& redis, Report& report, std::string dir,
@@ -134,7 +173,8 @@ class Sweep {
         redis_(redis),
         report_(report),
         dir_(std::move(dir)),
-        idle_cpu_(idle_cpu) {}
+        idle_cpu_(idle_cpu),
+        refresh_us_(RefreshUs(options.lease_params)) {}
 
   // Runs one configuration; false when it could not run.
   bool Run(Plan plan, const LimitSpec& limit, const FaultSpec& fault);
@@ -147,6 +187,7 @@ class Sweep {
   const std::string dir_;
   // Redis's CPU time per microsecond while idle (its timers), subtracted from each configuration's.
   const double idle_cpu_;
+  const int64_t refresh_us_;
   int index_ = 0;
   bool exact_over_ = false;
 };
@@ -270,7 +311,25 @@ bool Sweep::Run(Plan plan, const LimitSpec& limit, const FaultSpec& fault) {
   row.phase = "all";
   row.summary = Summarize(analysis, start, end, std::numeric_limits<int64_t>::min(),
                           std::numeric_limits<int64_t>::max());
+  row.shift = MeasureShifts(plan, analysis, start, refresh_us_);
+  if (fault.fault == Fault::kPause || fault.fault == Fault::kRestart) {
+    row.fault = OutageDetail(analysis, fault_end);
+  } else if (fault.fault == Fault::kKillInstance) {
+    // What the instance held when it died is stranded until its leases end: the kill's window
+    // shows it as under-admission (when enough was offered to use it).
+    if (const WindowStat* w = WindowAt(analysis, FloorTo(fault_time, p)); w && w->u) {
+      row.fault.kill_window_short = std::llround(*w->u * static_cast<double>(plan.limit.limit));
+      row.fault.kill_window_offered = w->offered;
+      row.fault.kill_window_admitted = w->admitted;
+    }
+    if (plan.mode == Mode::kLease) {
+      row.fault.held_at_kill = files[0].summary().lease_held.load();
+      row.fault.last_grant = files[0].summary().lease_last_grant.load();
+    }
+  }
   report_.Add(row);
+  row.fault = {};
+  row.shift = {};
   if (plan.mode == Mode::kExact && fault.fault != Fault::kRestart && row.summary.e_max > 0) {
     exact_over_ = true;
     Report::Note(absl::StrCat("EXACT MODE ADMITTED MORE THAN ITS BOUND: E max ", row.summary.e_max,

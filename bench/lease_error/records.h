@@ -47,6 +47,11 @@ struct WorkerSummary {
   std::atomic<int64_t> max_late_us{0};  // the latest of them
   std::atomic<int64_t> unfinished{0};   // checks still pending when the worker gave up waiting
   std::atomic<uint32_t> finished{0};    // 1 once the worker stopped on its own
+  // Lease mode, sampled every few ms (a killed worker's last sample is what it stranded): units
+  // held (granted, less spent, ended and given back) and the size of the latest grant; -1: none.
+  std::atomic<int64_t> lease_held{-1};
+  std::atomic<int64_t> lease_last_grant{-1};
+  std::atomic<int64_t> lease_sampled_us{0};  // when (CLOCK_REALTIME us)
 };
 
 class RecordFile {

@@ -24,7 +24,9 @@ constexpr std::string_view kCsvHeader =
     "offered_x,fault,phase,windows,e_max,e_p99,e_p50,u_windows,u_max,u_p99,u_p50,decisions,"
     "admitted,errors,fallback,ambiguous,shed,late,max_late_us,p50_us,p99_us,max_us,"
     "scripts_per_1k,script_us_per_1k,redis_calls_per_1k,redis_cmd_us_per_1k,redis_cpu_us_per_1k,"
-    "loadavg,note\n";
+    "store_answers,store_p99_us,policy_answers,policy_p99_us,policy_max_us,back_ms,first_after_e,"
+    "first_after_u,held_at_kill,last_grant_at_kill,kill_window_short,shifts,shift_t95_max,"
+    "shift_t95_p50,shift_unreached,shift_steady_p50,loadavg,note\n";
 
 std::string LoadAverage() {
   std::ifstream in("/proc/loadavg");
@@ -93,6 +95,32 @@ void Report::Add(const Row& row) {
   if (row.shed > 0) add(absl::StrCat(row.shed, " shed"));
   if (row.late > 0) add(absl::StrCat(row.late, " late (max ", row.max_late_us / 1000, " ms)"));
   if (row.ambiguous > 0) add(absl::StrCat(row.ambiguous, " unplaced"));
+  if (s.policy_answers > 0) {
+    add(absl::StrFormat("store answered %d (p99 %d us), policy %d (p99 %d, max %d us)",
+                        s.store_answers, s.store_p99_us, s.policy_answers, s.policy_p99_us,
+                        s.policy_max_us));
+  }
+  const FaultDetail& f = row.fault;
+  if (f.back_us >= 0) {
+    add(absl::StrFormat("policy until +%d ms after Redis returned; next window E %.2f U %.2f",
+                        f.back_us / 1000, f.first_e, f.first_u));
+  }
+  if (f.held_at_kill >= 0) {
+    add(
+        absl::StrFormat("killed holding %d units (last grant %d); its window offered %d, "
+                        "admitted %d, %d short",
+                        f.held_at_kill, f.last_grant, f.kill_window_offered, f.kill_window_admitted,
+                        f.kill_window_short));
+  } else if (f.kill_window_short >= 0) {
+    add(absl::StrFormat("the kill's window offered %d, admitted %d, %d short",
+                        f.kill_window_offered, f.kill_window_admitted, f.kill_window_short));
+  }
+  const ShiftStats& shift = row.shift;
+  if (shift.shifts > 0) {
+    add(absl::StrFormat(
+        "shifts %d: 95 %% of share after max %.2f / p50 %.2f refreshes (%d never), steady %.2f",
+        shift.shifts, shift.t95_max, shift.t95_p50, shift.unreached, shift.steady_p50));
+  }
   // Redis's counters cover the whole configuration: shown on its "all" row only.
   const bool whole = row.phase == "all";
   auto per1k = [whole](double v) { return whole ? absl::StrFormat("%.0f", v) : std::string("-"); };
@@ -149,6 +177,22 @@ void Report::Add(const Row& row) {
       redis(Per1k(static_cast<double>(row.redis.calls), s.decisions)),
       redis(cmd_us),
       talked ? redis(cpu_us) : std::string(),
+      absl::StrCat(s.store_answers),
+      absl::StrCat(s.store_p99_us),
+      absl::StrCat(s.policy_answers),
+      absl::StrCat(s.policy_p99_us),
+      absl::StrCat(s.policy_max_us),
+      f.back_us >= 0 ? absl::StrCat(f.back_us / 1000) : std::string(),
+      f.first_e >= 0 ? f4(f.first_e) : std::string(),
+      f.first_u >= 0 ? f4(f.first_u) : std::string(),
+      f.held_at_kill >= 0 ? absl::StrCat(f.held_at_kill) : std::string(),
+      f.last_grant >= 0 ? absl::StrCat(f.last_grant) : std::string(),
+      f.kill_window_short >= 0 ? absl::StrCat(f.kill_window_short) : std::string(),
+      absl::StrCat(shift.shifts),
+      shift.shifts > 0 ? f4(shift.t95_max) : std::string(),
+      shift.shifts > 0 ? f4(shift.t95_p50) : std::string(),
+      shift.shifts > 0 ? absl::StrCat(shift.unreached) : std::string(),
+      shift.shifts > 0 ? f4(shift.steady_p50) : std::string(),
       LoadAverage(),
       absl::StrReplaceAll(notes, {{",", ";"}})};
   std::fputs(absl::StrCat(absl::StrJoin(fields, ","), "\n").c_str(), csv_);

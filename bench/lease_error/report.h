@@ -13,8 +13,23 @@
 #include "bench/lease_error/analysis.h"
 #include "bench/lease_error/plan.h"
 #include "bench/lease_error/redis_process.h"
+#include "bench/lease_error/shift.h"
 
 namespace sluice::lease_error {
+
+// What a fault did beyond E and U, given on the "all" row of a faulted configuration (-1: does not
+// apply).
+struct FaultDetail {
+  // Redis paused or restarted: from its return to the issue of the last check the failure policy
+  // answered (0: none after it), and E and U of the first whole window after its return.
+  int64_t back_us = -1;
+  double first_e = -1, first_u = -1;
+  // kill-instance, lease mode: the units the killed instance held at its last sample (at most a
+  // few ms before the kill) and its latest grant; what the kill's window admitted below
+  // min(offered, L), in units (U x L).
+  int64_t held_at_kill = -1, last_grant = -1;
+  int64_t kill_window_short = -1, kill_window_offered = -1, kill_window_admitted = -1;
+};
 
 struct Row {
   const Plan* plan = nullptr;
@@ -28,6 +43,8 @@ struct Row {
   int64_t late = 0;
   int64_t max_late_us = 0;
   std::string note{};
+  FaultDetail fault{};
+  ShiftStats shift{};  // rotating split only
 };
 
 class Report {

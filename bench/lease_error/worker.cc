@@ -1,5 +1,6 @@
 #include "bench/lease_error/worker.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/status/statusor.h"
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "sluice/open_store.h"
+#include "sluice/redis_store.h"
 #include "sluice/store_url.h"
 
 namespace sluice::lease_error {
@@ -65,6 +68,34 @@ absl::StatusOr<WorkerStore> OpenWorkerStore(const Plan& plan, RealtimeClock& clo
   return out;
 }
 
+// How often lease mode's units held are sampled into the record file: a killed instance's last
+// sample is at most this old, so it says what the kill stranded within a few units at 1000/s.
+constexpr int64_t kLeaseSampleUs = 2000;
+
+// Copies the lease store's counters into `summary` every kLeaseSampleUs until the returned thread
+// is stopped (before the store goes): the parent reads the last sample of an instance it killed
+// (kKillInstance).
+std::jthread SampleLeases(const RedisStore& redis, WorkerSummary& summary) {
+  return std::jthread([&redis, &summary](std::stop_token stop) {
+    LeaseStats seen{};
+    while (!stop.stop_requested()) {
+      const LeaseStats now = redis.Stats().lease;
+      const auto held =
+          static_cast<int64_t>(now.units_granted) -
+          static_cast<int64_t>(now.local_admits + now.units_expired + now.units_refunded);
+      if (now.grants > seen.grants) {
+        // Several grants since the last sample: their mean (one is the usual case).
+        summary.lease_last_grant.store(static_cast<int64_t>(
+            (now.units_granted - seen.units_granted) / (now.grants - seen.grants)));
+      }
+      summary.lease_held.store(std::max<int64_t>(0, held));
+      summary.lease_sampled_us.store(RealtimeClock::NowMicros());
+      seen = now;
+      RealtimeClock::SleepUntil(RealtimeClock::NowMicros() + kLeaseSampleUs);
+    }
+  });
+}
+
 // What the checks in flight share with their callbacks. Lives until the process exits.
 struct Run {
   RecordFile* file = nullptr;
@@ -100,6 +131,13 @@ int RunWorker(const Plan& plan, int instance, const std::string& records_path) {
     if (absl::StatusOr<Decision> d = store->store->Check(plan.key + ":warmup", plan.limit, 0);
         !d.ok()) {
       std::cerr << "worker " << instance << ": warm-up check failed: " << d.status() << "\n";
+    }
+  }
+  // Declared after the store: stopped (joined) before the store is destroyed.
+  std::jthread sampler;
+  if (plan.mode == Mode::kLease) {
+    if (const auto* redis = dynamic_cast<const RedisStore*>(store->opened.backend)) {
+      sampler = SampleLeases(*redis, file->summary());
     }
   }
   const std::string ready = "ready\n";
@@ -156,6 +194,11 @@ int RunWorker(const Plan& plan, int instance, const std::string& records_path) {
       run.file->Append(r);
       run.inflight.fetch_sub(1, std::memory_order_release);
     });
+  }
+  if (timed.fault == Fault::kKillInstance && instance == 0) {
+    // Its arrivals end at the kill: were it to exit on its own first, its store would give back
+    // the units it holds, and the kill would strand nothing. It waits for the SIGKILL instead.
+    RealtimeClock::SleepUntil(start_us + plan.duration_us + kDrainUs);
   }
   const int64_t give_up = RealtimeClock::NowMicros() + kDrainUs;
   while (run.inflight.load(std::memory_order_acquire) > 0 && RealtimeClock::NowMicros() < give_up) {

@@ -308,7 +308,7 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
       // earlier and pile up units here.)
       int64_t units = 0;
       for (const Slot& s : e.slots) units += s.units;
-      if (plan_call && !e.leasing && units * 2 <= e.last_grant) {
+      if (plan_call && !e.leasing && units * 2 <= e.last_grant && now >= e.refill_after) {
         e.leasing = true;
         pass.refill.push_back(i);
       }
@@ -433,6 +433,12 @@ void LeaseStore::Apply(std::span<const LimitCheck> checks, std::span<const Lease
     if (wants[i].units > 0) {
       e.demand = 0;
       e.since = sent;
+    }
+    if (wants[i].units > 0 && g.granted <= 0) {
+      // The store had nothing to grant (under 2 units left). Refilling again at the next local
+      // decision would ask again for nothing, one script call per decision until the lease is
+      // spent (most of a window's tail under load): wait a tenth of the refresh target first.
+      e.refill_after = now + options_.refresh_target / 10;
     }
     if (g.granted <= 0) continue;
     e.last_grant = g.granted;

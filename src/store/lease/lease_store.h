@@ -154,6 +154,8 @@ class LeaseStore final : public StoreWrapper {
     int64_t last_grant = 0;
     // A leasing call is in flight (at most one per key).
     bool leasing = false;
+    // No background refill before this: the last leasing call was granted nothing.
+    Time refill_after{};
     Time last_used{};
   };
   struct Shard {
