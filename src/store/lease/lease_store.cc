@@ -290,8 +290,9 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
     for (size_t i = 0; i < checks.size(); ++i) {
       const bool known_over = over(i);
       m.decisions.push_back(local_decision(i, !known_over));
-      if (!known_over && m.decisions.back().remaining < checks[i].cost)
+      if (!known_over && m.decisions.back().remaining < checks[i].cost) {
         m.decisions.back().allowed = false;
+      }
     }
     local_denials_.fetch_add(1, std::memory_order_relaxed);
     pass.answer = std::move(m);
@@ -400,7 +401,7 @@ void LeaseStore::Refill(const LimitCheck& check) {
       .wants = {LeaseWant{.units = std::max<int64_t>(want, kMinWant), .ttl = TtlOf(check.limit)}},
       .sent = now});
   source_.DecideAndLease(pending->checks, pending->wants,
-                         [this, pending](absl::StatusOr<LeasedDecision> answer) {
+                         [this, pending](const absl::StatusOr<LeasedDecision>& answer) {
                            if (!answer.ok()) refill_errors_.fetch_add(1, std::memory_order_relaxed);
                            Apply(pending->checks, pending->wants, pending->sent, answer);
                          });
@@ -489,7 +490,7 @@ void LeaseStore::Apply(std::span<const LimitCheck> checks, std::span<const Lease
   for (const LeaseRefund& r : giveback) {
     units_refunded_.fetch_add(static_cast<uint64_t>(r.unspent), std::memory_order_relaxed);
   }
-  source_.Refund(giveback, [](absl::Status) {});
+  source_.Refund(giveback, [](const absl::Status&) {});
 }
 
 void LeaseStore::RefundAll(std::chrono::milliseconds wait) {
@@ -530,7 +531,7 @@ void LeaseStore::SendRefunds(std::span<const LeaseRefund> refunds, std::chrono::
       MutexLock lock(&w->mu);
       ++w->outstanding;
     }
-    source_.Refund(refunds.subspan(at, n), [w](absl::Status status) {
+    source_.Refund(refunds.subspan(at, n), [w](const absl::Status& status) {
       if (!status.ok()) spdlog::warn("lease refund failed: {}", status.ToString());
       MutexLock lock(&w->mu);
       --w->outstanding;

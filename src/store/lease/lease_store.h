@@ -99,6 +99,11 @@ class LeaseStore final : public StoreWrapper {
   // Gives back the unspent units of live leases (RefundAll(1 s)).
   ~LeaseStore() override;
 
+  LeaseStore(const LeaseStore&) = delete;
+  LeaseStore& operator=(const LeaseStore&) = delete;
+  LeaseStore(LeaseStore&&) = delete;
+  LeaseStore& operator=(LeaseStore&&) = delete;
+
   std::string_view Name() const override { return inner().Name(); }
   bool AnswersInline() const override { return false; }
 

@@ -117,7 +117,7 @@ void RedisLeaseCalls::DecideAndLease(std::span<const LimitCheck> checks,
   std::string first_key = (*redis_keys)[0];
   runner_.Run(LeaseAllScript(), *redis_keys, args,
               [n, first_key = std::move(first_key),
-               done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
+               done = std::move(done)](const absl::StatusOr<RedisReply>& reply) mutable {
                 std::move(done)(ScriptResult(reply, first_key, [n](const RedisReply& r) {
                   return ParseLeaseAllReply(r, n);
                 }));
@@ -162,7 +162,7 @@ void RedisLeaseCalls::Refund(std::span<const LeaseRefund> refunds,
     std::string first_key = keys[0];
     runner_.Run(LeaseRefundScript(), keys, args,
                 [n = group.checks.size(), first_key = std::move(first_key),
-                 join](absl::StatusOr<RedisReply> reply) {
+                 join](const absl::StatusOr<RedisReply>& reply) {
                   join->Arrive(ScriptResult(reply, first_key, [n](const RedisReply& r) {
                                  return ParseLeaseRefundReply(r, n);
                                }).status());
@@ -183,11 +183,11 @@ void RedisLeaseCalls::Announce(std::string_view id, std::chrono::microseconds tt
   std::string key = keys_.HoldersKey();
   std::vector<std::string> keys = {key};
   std::vector<std::string> args = {std::string(id), absl::StrCat(ttl.count())};
-  runner_.Run(
-      LeaseHoldersScript(), keys, args,
-      [key = std::move(key), done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
-        std::move(done)(ScriptResult(reply, key, ParseLeaseHoldersReply));
-      });
+  runner_.Run(LeaseHoldersScript(), keys, args,
+              [key = std::move(key),
+               done = std::move(done)](const absl::StatusOr<RedisReply>& reply) mutable {
+                std::move(done)(ScriptResult(reply, key, ParseLeaseHoldersReply));
+              });
 }
 
 }  // namespace sluice::internal

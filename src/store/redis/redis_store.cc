@@ -167,7 +167,7 @@ class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
     // Each algorithm has its own script, so Redis runs only this algorithm's code.
     runner_.Run(CheckScript(limit.algorithm), keys, args,
                 [redis_key = std::move(redis_key),
-                 done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
+                 done = std::move(done)](const absl::StatusOr<RedisReply>& reply) mutable {
                   std::move(done)(ScriptResult(
                       reply, redis_key, [](const RedisReply& r) { return ParseCheckReply(r); }));
                 });
@@ -180,7 +180,7 @@ class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
     std::string first_key = redis_keys[0];
     runner_.Run(CheckAllScript(), redis_keys, args,
                 [n, first_key = std::move(first_key),
-                 done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
+                 done = std::move(done)](const absl::StatusOr<RedisReply>& reply) mutable {
                   std::move(done)(ScriptResult(reply, first_key, [n](const RedisReply& r) {
                     return ParseCheckAllReply(r, n);
                   }));
@@ -242,7 +242,8 @@ class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
   void CheckEvictionPolicyOn(RedisClient& client, std::chrono::milliseconds timeout) {
     client.Send(
         RedisCommand::Format({"CONFIG", "GET", "maxmemory-policy"}), timeout,
-        [warnings = warnings_, endpoint = client.Endpoint()](absl::StatusOr<RedisReply> reply) {
+        [warnings = warnings_,
+         endpoint = client.Endpoint()](const absl::StatusOr<RedisReply>& reply) {
           // CONFIG may be refused (ACL, rename-command) or Redis may be down: nothing to say.
           if (!reply.ok() || !reply->is_array() || reply->elements().size() != 2) return;
           const std::string& policy = reply->elements()[1].str();
