@@ -24,6 +24,7 @@
 
 #include "src/store/redis/client/cluster/cluster_slot.h"
 #include "src/store/redis/redis_keys.h"
+#include "tests/store/redis/lease_test_support.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/redis_cluster.h"
 
@@ -34,20 +35,8 @@ using ::sluice::testing::RedisCluster;
 using std::chrono::milliseconds;
 
 constexpr int64_t kLimit = 1000;
-const std::vector<Algorithm> kAlgorithms = {Algorithm::kFixedWindow, Algorithm::kSlidingWindow,
-                                            Algorithm::kSlidingLog, Algorithm::kTokenBucket,
-                                            Algorithm::kGcra};
 
-bool IsBucket(Algorithm a) { return a == Algorithm::kTokenBucket || a == Algorithm::kGcra; }
-
-// Windows of a year (no boundary inside the test), buckets of a day (under one unit of refill in
-// the seconds it takes).
-Limit LimitOf(Algorithm a) {
-  return Limit{.algorithm = a,
-               .limit = kLimit,
-               .period = IsBucket(a) ? std::chrono::microseconds(std::chrono::hours(24))
-                                     : std::chrono::microseconds(std::chrono::hours(24 * 366))};
-}
+Limit LimitOf(Algorithm a) { return testing::LongLimit(a, kLimit); }
 
 TEST(RedisLeaseClusterFault, LeasesDecideThroughAFailoverAndTheBoundHolds) {
   absl::StatusOr<std::unique_ptr<RedisCluster>> started =
@@ -69,10 +58,10 @@ TEST(RedisLeaseClusterFault, LeasesDecideThroughAFailoverAndTheBoundHolds) {
   RedisStore& store = **created;
   ASSERT_TRUE(store.WaitForConnection(std::chrono::seconds(10)).ok());
   std::vector<std::string> keys;
-  for (Algorithm a : kAlgorithms) keys.push_back(TaggedKey(tag, AlgorithmName(a)));
+  for (Algorithm a : testing::kLeaseAlgorithms) keys.push_back(TaggedKey(tag, AlgorithmName(a)));
   std::vector<int64_t> admitted(keys.size(), 0);
   auto check = [&](size_t k) {
-    absl::StatusOr<Decision> d = store.Check(keys[k], LimitOf(kAlgorithms[k]));
+    absl::StatusOr<Decision> d = store.Check(keys[k], LimitOf(testing::kLeaseAlgorithms[k]));
     if (d.ok() && d->allowed) ++admitted[k];
     return d;
   };
@@ -146,7 +135,8 @@ TEST(RedisLeaseClusterFault, LeasesDecideThroughAFailoverAndTheBoundHolds) {
     // may have been granted without its units ever reaching the holder: stranded until the lease
     // ends, at most one grant, an eighth of the limit.
     EXPECT_GE(admitted[k], kLimit * 98 / 100 - kLimit / 8) << keys[k];
-    over += std::max<int64_t>(0, admitted[k] - kLimit - (IsBucket(kAlgorithms[k]) ? 1 : 0));
+    over += std::max<int64_t>(
+        0, admitted[k] - kLimit - (testing::IsBucket(testing::kLeaseAlgorithms[k]) ? 1 : 0));
   }
   EXPECT_LE(over, maybe_lost);
   int64_t local = 0;

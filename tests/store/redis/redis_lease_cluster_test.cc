@@ -21,6 +21,7 @@
 
 #include "src/store/redis/client/cluster/cluster_slot.h"
 #include "src/store/redis/redis_keys.h"
+#include "tests/store/redis/lease_test_support.h"
 #include "tests/testing/redis_cluster.h"
 
 namespace sluice {
@@ -35,17 +36,11 @@ constexpr milliseconds kTimeout{5000};
 constexpr auto kYear = std::chrono::hours(24 * 366);
 constexpr auto kDay = std::chrono::hours(24);
 
-const std::vector<Algorithm> kAlgorithms = {Algorithm::kFixedWindow, Algorithm::kSlidingWindow,
-                                            Algorithm::kSlidingLog, Algorithm::kTokenBucket,
-                                            Algorithm::kGcra};
-
-bool IsBucket(Algorithm a) { return a == Algorithm::kTokenBucket || a == Algorithm::kGcra; }
-
 Limit LimitOf(Algorithm algorithm, int64_t limit) {
   return Limit{.algorithm = algorithm,
                .limit = limit,
-               .period = IsBucket(algorithm) ? std::chrono::microseconds(kDay)
-                                             : std::chrono::microseconds(kYear)};
+               .period = testing::IsBucket(algorithm) ? std::chrono::microseconds(kDay)
+                                                      : std::chrono::microseconds(kYear)};
 }
 
 class RedisLeaseClusterTest : public ::testing::Test {
@@ -111,7 +106,7 @@ TEST_F(RedisLeaseClusterTest, LeasedInstancesKeepTheBoundOnEveryPrimary) {
   };
   std::vector<Key> keys;
   for (const std::string& tag : tags) {
-    for (Algorithm a : kAlgorithms) {
+    for (Algorithm a : testing::kLeaseAlgorithms) {
       keys.push_back({TaggedKey(tag, AlgorithmName(a)), LimitOf(a, kLimit)});
     }
   }
@@ -143,7 +138,7 @@ TEST_F(RedisLeaseClusterTest, LeasedInstancesKeepTheBoundOnEveryPrimary) {
   EXPECT_EQ(errors.load(), 0);
   for (size_t k = 0; k < keys.size(); ++k) {
     int64_t bound = kLimit;
-    if (IsBucket(keys[k].limit.algorithm)) {
+    if (testing::IsBucket(keys[k].limit.algorithm)) {
       const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
       const int64_t period = keys[k].limit.period.count();
       bound += (kLimit * (us + 1'000'000) + period - 1) / period;  // 1 s of clock slack
@@ -213,7 +208,7 @@ TEST_F(RedisLeaseClusterTest, MultiLimitOnOneSlotIsLeasedAllOrNothing) {
     ASSERT_TRUE(peek.ok()) << peek.status();
     // GCRA refills meanwhile, by under one unit a second at this limit.
     EXPECT_NEAR(c.limit.limit - peek->remaining, admitted.load(),
-                IsBucket(c.limit.algorithm) ? 2 : 0)
+                testing::IsBucket(c.limit.algorithm) ? 2 : 0)
         << c.key;
   }
 }

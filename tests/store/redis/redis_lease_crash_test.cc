@@ -27,11 +27,13 @@
 #include "sluice/limit.h"
 #include "sluice/redis_store.h"
 
+#include "tests/store/redis/lease_test_support.h"
 #include "tests/testing/redis_server.h"
 
 namespace sluice {
 namespace {
 
+using ::sluice::testing::RedisNowUs;
 using ::sluice::testing::RedisServer;
 using std::chrono::milliseconds;
 
@@ -39,19 +41,6 @@ constexpr int64_t kLimit = 1000;
 constexpr auto kPeriod = std::chrono::seconds(2);
 constexpr int64_t kPeriodUs = 2'000'000;
 constexpr int64_t kMaxUnits = 100;  // the child's lease_max_units
-
-// Redis's clock, in microseconds since the epoch (0 when it cannot say).
-int64_t RedisNowUs(const RedisServer& server) {
-  absl::StatusOr<std::string> time = server.Command({"TIME"});
-  if (!time.ok()) return 0;
-  const std::vector<std::string> parts = absl::StrSplit(*time, ' ');
-  int64_t s = 0;
-  int64_t us = 0;
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &s) || !absl::SimpleAtoi(parts[1], &us)) {
-    return 0;
-  }
-  return s * 1'000'000 + us;
-}
 
 // Waits (bounded by the distance) until Redis's clock reaches `at_us`.
 void WaitForRedisTime(const RedisServer& server, int64_t at_us) {

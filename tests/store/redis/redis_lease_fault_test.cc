@@ -19,6 +19,7 @@
 #include "sluice/limit.h"
 #include "sluice/redis_store.h"
 
+#include "tests/store/redis/lease_test_support.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/redis_server.h"
 
@@ -129,12 +130,8 @@ TEST_P(RedisLeaseFaultTest, LeaseDecidesAfterRedisIsKilledThenPolicyThenExactAga
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, RedisLeaseFaultTest,
-                         ::testing::Values(Algorithm::kFixedWindow, Algorithm::kSlidingWindow,
-                                           Algorithm::kSlidingLog, Algorithm::kTokenBucket,
-                                           Algorithm::kGcra),
-                         [](const ::testing::TestParamInfo<Algorithm>& info) {
-                           return std::string(AlgorithmName(info.param));
-                         });
+                         ::testing::ValuesIn(testing::kLeaseAlgorithms),
+                         testing::AlgorithmParamName);
 
 }  // namespace
 }  // namespace sluice

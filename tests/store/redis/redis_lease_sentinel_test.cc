@@ -23,6 +23,7 @@
 #include "sluice/limit.h"
 #include "sluice/redis_store.h"
 
+#include "tests/store/redis/lease_test_support.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/redis_sentinel.h"
 
@@ -32,20 +33,8 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr int64_t kLimit = 1000;
-const std::vector<Algorithm> kAlgorithms = {Algorithm::kFixedWindow, Algorithm::kSlidingWindow,
-                                            Algorithm::kSlidingLog, Algorithm::kTokenBucket,
-                                            Algorithm::kGcra};
 
-bool IsBucket(Algorithm a) { return a == Algorithm::kTokenBucket || a == Algorithm::kGcra; }
-
-// Windows of a year (no boundary inside the test), buckets of a day (under one unit of refill in
-// the seconds it takes).
-Limit LimitOf(Algorithm a) {
-  return Limit{.algorithm = a,
-               .limit = kLimit,
-               .period = IsBucket(a) ? std::chrono::microseconds(std::chrono::hours(24))
-                                     : std::chrono::microseconds(std::chrono::hours(24 * 366))};
-}
+Limit LimitOf(Algorithm a) { return testing::LongLimit(a, kLimit); }
 
 TEST(RedisLeaseSentinel, LeasesDecideThroughAFailoverAndLoseOnlyTheUnreplicatedGrants) {
   absl::StatusOr<std::unique_ptr<testing::RedisSentinel>> started =
@@ -61,10 +50,11 @@ TEST(RedisLeaseSentinel, LeasesDecideThroughAFailoverAndLoseOnlyTheUnreplicatedG
   const std::string run =
       std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
   std::vector<std::string> keys;
-  for (Algorithm a : kAlgorithms) keys.push_back(run + ":" + std::string(AlgorithmName(a)));
+  for (Algorithm a : testing::kLeaseAlgorithms)
+    keys.push_back(run + ":" + std::string(AlgorithmName(a)));
   std::vector<int64_t> admitted(keys.size(), 0);
   auto check = [&](size_t k) {
-    absl::StatusOr<Decision> d = store.Check(keys[k], LimitOf(kAlgorithms[k]));
+    absl::StatusOr<Decision> d = store.Check(keys[k], LimitOf(testing::kLeaseAlgorithms[k]));
     if (d.ok() && d->allowed) ++admitted[k];
     return d;
   };
@@ -152,7 +142,8 @@ TEST(RedisLeaseSentinel, LeasesDecideThroughAFailoverAndLoseOnlyTheUnreplicatedG
     // may have been granted without its units ever reaching the holder: stranded until the lease
     // ends, at most one grant, an eighth of the limit.
     EXPECT_GE(admitted[k], kLimit * 98 / 100 - kLimit / 8) << keys[k];
-    over += std::max<int64_t>(0, admitted[k] - kLimit - (IsBucket(kAlgorithms[k]) ? 1 : 0));
+    over += std::max<int64_t>(
+        0, admitted[k] - kLimit - (testing::IsBucket(testing::kLeaseAlgorithms[k]) ? 1 : 0));
   }
   EXPECT_LE(over, lost);
   std::printf(

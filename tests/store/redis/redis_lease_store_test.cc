@@ -18,11 +18,13 @@
 #include "sluice/limit.h"
 #include "sluice/redis_store.h"
 
+#include "tests/store/redis/lease_test_support.h"
 #include "tests/testing/redis_server.h"
 
 namespace sluice {
 namespace {
 
+using ::sluice::testing::RedisNowUs;
 using ::sluice::testing::RedisServer;
 using std::chrono::milliseconds;
 
@@ -35,19 +37,6 @@ absl::StatusOr<std::unique_ptr<RedisStore>> MakeLeasedStore(const RedisServer& s
   if (!store.ok()) return store.status();
   if (absl::Status s = (*store)->WaitForConnection(milliseconds(10000)); !s.ok()) return s;
   return store;
-}
-
-// Redis's clock, in microseconds since the epoch.
-int64_t RedisNowUs(const RedisServer& server) {
-  absl::StatusOr<std::string> time = server.Command({"TIME"});
-  if (!time.ok()) return 0;
-  const std::vector<std::string> parts = absl::StrSplit(*time, ' ');
-  int64_t s = 0;
-  int64_t us = 0;
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &s) || !absl::SimpleAtoi(parts[1], &us)) {
-    return 0;
-  }
-  return s * 1'000'000 + us;
 }
 
 class RedisLeaseTest : public ::testing::TestWithParam<Algorithm> {
@@ -189,13 +178,8 @@ TEST_P(RedisLeaseTest, UnspentUnitsGoBackOnShutdown) {
   EXPECT_EQ(admitted, 98);
 }
 
-INSTANTIATE_TEST_SUITE_P(Algorithms, RedisLeaseTest,
-                         ::testing::Values(Algorithm::kFixedWindow, Algorithm::kSlidingWindow,
-                                           Algorithm::kSlidingLog, Algorithm::kTokenBucket,
-                                           Algorithm::kGcra),
-                         [](const ::testing::TestParamInfo<Algorithm>& info) {
-                           return std::string(AlgorithmName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Algorithms, RedisLeaseTest, ::testing::ValuesIn(testing::kLeaseAlgorithms),
+                         testing::AlgorithmParamName);
 
 }  // namespace
 }  // namespace sluice
