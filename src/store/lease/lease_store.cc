@@ -555,9 +555,11 @@ std::vector<LeaseRefund> LeaseStore::TakeEnding(Time now) {
       if (IsWindow(e.limit.algorithm)) continue;
       for (Slot& slot : e.slots) {
         if (slot.units == 0 || slot.until <= now) continue;
-        left = true;
         const microseconds length(slot.grant.ends_us - slot.grant.now_us);
-        if (Until(slot.until, now) > std::max(horizon, length / 4)) continue;
+        if (Until(slot.until, now) > std::max(horizon, length / 4)) {
+          left = true;
+          continue;
+        }
         refunds.push_back(LeaseRefund{.check = {.key = key, .limit = e.limit, .cost = 0},
                                       .grant = slot.grant,
                                       .unspent = slot.units});
