@@ -18,6 +18,7 @@
 #include "sluice/redis_store.h"
 
 #include "src/store/redis/redis_keys.h"
+#include "tests/store/redis/cluster_test_support.h"
 #include "tests/testing/redis_cluster.h"
 
 namespace sluice {
@@ -55,22 +56,6 @@ class CrossSlotClusterTest : public ::testing::Test {
     return *std::move(store);
   }
 
-  // Tags "<prefix>0", "<prefix>1", ... until `n` of them are served by `n` different primaries.
-  static std::vector<std::string> TagsOnDistinctPrimaries(const std::string& prefix, size_t n) {
-    const RedisKeyScheme keys = *RedisKeyScheme::Create(kDefaultKeyPrefix);
-    std::vector<std::string> tags;
-    std::vector<int> ports;
-    for (int i = 0; tags.size() < n && i < 1000; ++i) {
-      const std::string tag = prefix + std::to_string(i);
-      const int slot = ClusterHashSlot(keys.StateKey(TaggedKey(tag, "x"), Algorithm::kFixedWindow));
-      absl::StatusOr<int> port = cluster_->PrimaryForSlot(slot);
-      if (!port.ok() || std::find(ports.begin(), ports.end(), *port) != ports.end()) continue;
-      ports.push_back(*port);
-      tags.push_back(tag);
-    }
-    return tags;
-  }
-
   static RedisCluster* cluster_;
 };
 
@@ -79,7 +64,7 @@ RedisCluster* CrossSlotClusterTest::cluster_ = nullptr;
 TEST_F(CrossSlotClusterTest, ClusterUrlImpliesTheClusterFlag) {
   std::unique_ptr<RedisStore> refuse = MakeStore(CrossSlot::kRefuse);
   ASSERT_NE(refuse, nullptr);
-  const std::vector<std::string> tags = TagsOnDistinctPrimaries("implied:", 2);
+  const std::vector<std::string> tags = testing::TagsOnDistinctPrimaries(*cluster_, "implied:", 2);
   ASSERT_EQ(tags.size(), 2u);
   const std::vector<LimitCheck> checks = {
       {.key = TaggedKey(tags[0], "x"), .limit = Window(10), .cost = 1},
@@ -106,7 +91,7 @@ TEST_F(CrossSlotClusterTest, ClusterUrlImpliesTheClusterFlag) {
 TEST_F(CrossSlotClusterTest, SplitAcrossPrimariesKeepsTheBound) {
   std::unique_ptr<RedisStore> split = MakeStore(CrossSlot::kSplit);
   ASSERT_NE(split, nullptr);
-  const std::vector<std::string> tags = TagsOnDistinctPrimaries("split:", 3);
+  const std::vector<std::string> tags = testing::TagsOnDistinctPrimaries(*cluster_, "split:", 3);
   ASSERT_EQ(tags.size(), 3u);
   const std::vector<int64_t> limits = {50, 10'000, 10'000};
   std::vector<LimitCheck> checks;

@@ -4,9 +4,13 @@
 #ifndef SLUICE_TESTS_STORE_REDIS_LEASE_TEST_SUPPORT_H_
 #define SLUICE_TESTS_STORE_REDIS_LEASE_TEST_SUPPORT_H_
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -14,7 +18,9 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 
+#include "sluice/decision.h"
 #include "sluice/limit.h"
+#include "sluice/store.h"
 
 #include "tests/testing/redis_server.h"
 
@@ -52,6 +58,100 @@ inline int64_t RedisNowUs(const RedisServer& server) {
 inline std::string AlgorithmParamName(const ::testing::TestParamInfo<Algorithm>& info) {
   return std::string(AlgorithmName(info.param));
 }
+
+// The keys of a failover test with leases: key k (one per kLeaseAlgorithms[k]) under
+// LongLimit(kLeaseAlgorithms[k], limit), checked through one store, with what each admitted.
+// Real time paces it (real processes, a real failover); no wait in it is a synchronisation.
+class LeasedFailoverKeys {
+ public:
+  // What the checks made while the failover ran (CheckWhile()).
+  struct During {
+    std::vector<int64_t> local;   // per key, admissions from a lease
+    int64_t unleased_errors = 0;  // failed checks of a key with no lease
+  };
+
+  LeasedFailoverKeys(Store& store, std::vector<std::string> keys, int64_t limit)
+      : store_(store), keys_(std::move(keys)), limit_(limit), admitted_(keys_.size(), 0) {}
+
+  const std::vector<std::string>& keys() const { return keys_; }
+  const std::vector<int64_t>& admitted() const { return admitted_; }
+  Limit LimitOf(size_t k) const { return LongLimit(kLeaseAlgorithms[k], limit_); }
+
+  // Checks key k once.
+  absl::StatusOr<Decision> Check(size_t k) {
+    absl::StatusOr<Decision> d = store_.Check(keys_[k], LimitOf(k));
+    if (d.ok() && d->allowed) ++admitted_[k];
+    return d;
+  }
+
+  // Admits `n` on every key, mostly from leases: a key's first check leases nothing, and the
+  // checks 20 ms later lease what that rate asks for. Fails the test on an error or a denial.
+  void AdmitEach(int64_t n) {
+    for (size_t k = 0; k < keys_.size(); ++k) {
+      ASSERT_TRUE(Check(k).ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a rate to size the lease by
+      while (admitted_[k] < n) {
+        absl::StatusOr<Decision> d = Check(k);
+        ASSERT_TRUE(d.ok()) << d.status();
+        ASSERT_TRUE(d->allowed);
+      }
+    }
+  }
+
+  // Runs `wait` (which returns when the failover is over) while a thread checks every key and
+  // `unleased` (under the GCRA's limit) every 20 ms; returns what `wait` returned, and sets
+  // `during`.
+  template <typename Wait>
+  auto CheckWhile(Wait wait, const std::string& unleased, During& during) {
+    during = During{.local = std::vector<int64_t>(keys_.size(), 0)};
+    std::atomic<bool> over{false};
+    std::thread checker([&] {
+      while (!over.load()) {
+        for (size_t k = 0; k < keys_.size(); ++k) {
+          absl::StatusOr<Decision> d = Check(k);
+          if (d.ok() && d->allowed && d->answered_locally) ++during.local[k];
+        }
+        if (!store_.Check(unleased, LongLimit(Algorithm::kGcra, limit_)).ok()) {
+          ++during.unleased_errors;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // paces the checks
+      }
+    });
+    auto result = wait();
+    over.store(true);
+    checker.join();
+    return result;
+  }
+
+  // Offers three times the limit on every key. Fails the test on an error.
+  void OfferThreeLimits() {
+    for (size_t k = 0; k < keys_.size(); ++k) {
+      for (int64_t i = 0; i < 3 * limit_; ++i) {
+        absl::StatusOr<Decision> d = Check(k);
+        ASSERT_TRUE(d.ok()) << d.status();
+      }
+    }
+  }
+
+  // Returns the admissions beyond each key's exact bound (buckets: plus a unit of refill), summed
+  // over the keys; expects each key to have admitted at least 98 % of its limit less one grant (a
+  // leasing call whose answer a failover lost may have been granted, its units stranded until the
+  // lease ends: at most an eighth of the limit).
+  int64_t OverAdmitted() const {
+    int64_t over = 0;
+    for (size_t k = 0; k < keys_.size(); ++k) {
+      EXPECT_GE(admitted_[k], limit_ * 98 / 100 - limit_ / 8) << keys_[k];
+      over += std::max<int64_t>(0, admitted_[k] - limit_ - (IsBucket(kLeaseAlgorithms[k]) ? 1 : 0));
+    }
+    return over;
+  }
+
+ private:
+  Store& store_;
+  const std::vector<std::string> keys_;
+  const int64_t limit_;
+  std::vector<int64_t> admitted_;
+};
 
 }  // namespace sluice::testing
 

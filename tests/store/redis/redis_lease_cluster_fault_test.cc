@@ -6,14 +6,11 @@
 // without a lease fails), decisions resume on the promoted replica, and no key admits more than
 // its limit, but for units granted or admitted after the WAIT (not known to be replicated).
 // Real time is unavoidable here (real servers, real failure detection); it bounds the waits.
-#include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -57,26 +54,13 @@ TEST(RedisLeaseClusterFault, LeasesDecideThroughAFailoverAndTheBoundHolds) {
   ASSERT_TRUE(created.ok()) << created.status();
   RedisStore& store = **created;
   ASSERT_TRUE(store.WaitForConnection(std::chrono::seconds(10)).ok());
-  std::vector<std::string> keys;
-  for (Algorithm a : testing::kLeaseAlgorithms) keys.push_back(TaggedKey(tag, AlgorithmName(a)));
-  std::vector<int64_t> admitted(keys.size(), 0);
-  auto check = [&](size_t k) {
-    absl::StatusOr<Decision> d = store.Check(keys[k], LimitOf(testing::kLeaseAlgorithms[k]));
-    if (d.ok() && d->allowed) ++admitted[k];
-    return d;
-  };
+  std::vector<std::string> names;
+  for (Algorithm a : testing::kLeaseAlgorithms) names.push_back(TaggedKey(tag, AlgorithmName(a)));
+  testing::LeasedFailoverKeys keys(store, names, kLimit);
 
   // 200 admitted per key, mostly from leases; then everything the primary recorded reaches its
   // replica (a refill answered after the snapshot counts as not replicated).
-  for (size_t k = 0; k < keys.size(); ++k) {
-    ASSERT_TRUE(check(k).ok());
-    std::this_thread::sleep_for(milliseconds(20));  // a rate to size the lease by, not a sync
-    while (admitted[k] < 200) {
-      absl::StatusOr<Decision> d = check(k);
-      ASSERT_TRUE(d.ok()) << d.status();
-      ASSERT_TRUE(d->allowed);
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(keys.AdmitEach(200));
   const LeaseStats replicated = store.Stats().lease;
   ASSERT_EQ(cluster.Command(*victim, {"WAIT", "1", "5000"}).value_or(""), "1");
   const LeaseStats killed_at = store.Stats().lease;
@@ -85,32 +69,20 @@ TEST(RedisLeaseClusterFault, LeasesDecideThroughAFailoverAndTheBoundHolds) {
   // parallel): the store's connects check the node id (CLUSTER MYID), so it is never used as the
   // primary (redis_store_cluster_fault_test shows it with a plain redis-server on that port).
   cluster.Kill(*victim);
-  std::atomic<bool> promoted{false};
-  std::vector<int64_t> local_during(keys.size(), 0);
-  int64_t unleased_errors = 0;
-  std::thread checker([&] {
-    while (!promoted.load()) {
-      for (size_t k = 0; k < keys.size(); ++k) {
-        absl::StatusOr<Decision> d = check(k);
-        if (d.ok() && d->allowed && d->answered_locally) ++local_during[k];
-      }
-      absl::StatusOr<Decision> other =
-          store.Check(TaggedKey(tag, "unleased"), LimitOf(Algorithm::kGcra));
-      unleased_errors += other.ok() ? 0 : 1;
-      std::this_thread::sleep_for(milliseconds(20));  // paces the checks; not a sync
-    }
-  });
-  const bool failed_over = testing::WaitFor(
+  testing::LeasedFailoverKeys::During during;
+  const bool failed_over = keys.CheckWhile(
       [&] {
-        absl::StatusOr<int> owner = cluster.PrimaryForSlot(slot);
-        return owner.ok() && *owner == *replica;
+        return testing::WaitFor(
+            [&] {
+              absl::StatusOr<int> owner = cluster.PrimaryForSlot(slot);
+              return owner.ok() && *owner == *replica;
+            },
+            20'000);
       },
-      20'000);
-  promoted.store(true);
-  checker.join();
+      TaggedKey(tag, "unleased"), during);
   ASSERT_TRUE(failed_over);
-  for (size_t k = 0; k < keys.size(); ++k) EXPECT_GT(local_during[k], 0) << keys[k];
-  EXPECT_GT(unleased_errors, 0);
+  for (size_t k = 0; k < names.size(); ++k) EXPECT_GT(during.local[k], 0) << names[k];
+  EXPECT_GT(during.unleased_errors, 0);
 
   // Decisions resume on the promoted replica; then each key to its end, 3x the limit offered.
   ASSERT_TRUE(testing::WaitFor(
@@ -120,34 +92,21 @@ TEST(RedisLeaseClusterFault, LeasesDecideThroughAFailoverAndTheBoundHolds) {
         return d.ok() && !d->answered_locally;
       },
       10'000));
-  for (size_t k = 0; k < keys.size(); ++k) {
-    for (int64_t i = 0; i < 3 * kLimit; ++i) {
-      absl::StatusOr<Decision> d = check(k);
-      ASSERT_TRUE(d.ok()) << d.status();
-    }
-  }
-  // Only what was granted after the snapshot can have been lost (buckets: plus a unit of refill).
+  ASSERT_NO_FATAL_FAILURE(keys.OfferThreeLimits());
+  // Only what was granted after the snapshot can have been lost.
   const int64_t maybe_lost =
       static_cast<int64_t>(killed_at.units_granted - replicated.units_granted);
-  int64_t over = 0;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    // A leasing call in flight across the failover whose answer was lost (its outcome unknown)
-    // may have been granted without its units ever reaching the holder: stranded until the lease
-    // ends, at most one grant, an eighth of the limit.
-    EXPECT_GE(admitted[k], kLimit * 98 / 100 - kLimit / 8) << keys[k];
-    over += std::max<int64_t>(
-        0, admitted[k] - kLimit - (testing::IsBucket(testing::kLeaseAlgorithms[k]) ? 1 : 0));
-  }
+  const int64_t over = keys.OverAdmitted();
   EXPECT_LE(over, maybe_lost);
   int64_t local = 0;
-  for (int64_t n : local_during) local += n;
+  for (int64_t n : during.local) local += n;
   const LeaseStats end = store.Stats().lease;
   std::printf(
       "leased cluster failover: %lld units granted around the WAIT; %lld local admissions "
       "during the failover; over-admitted %lld over %zu keys of limit %lld; admitted per key",
       static_cast<long long>(maybe_lost), static_cast<long long>(local),
-      static_cast<long long>(over), keys.size(), static_cast<long long>(kLimit));
-  for (int64_t n : admitted) std::printf(" %lld", static_cast<long long>(n));
+      static_cast<long long>(over), names.size(), static_cast<long long>(kLimit));
+  for (int64_t n : keys.admitted()) std::printf(" %lld", static_cast<long long>(n));
   std::printf("; refills %llu (failed %llu), units ended unspent %llu, units given back %llu\n",
               static_cast<unsigned long long>(end.refills),
               static_cast<unsigned long long>(end.refill_errors),

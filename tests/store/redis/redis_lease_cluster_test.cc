@@ -21,6 +21,7 @@
 
 #include "src/store/redis/client/cluster/cluster_slot.h"
 #include "src/store/redis/redis_keys.h"
+#include "tests/store/redis/cluster_test_support.h"
 #include "tests/store/redis/lease_test_support.h"
 #include "tests/testing/redis_cluster.h"
 
@@ -71,22 +72,6 @@ class RedisLeaseClusterTest : public ::testing::Test {
     return *std::move(store);
   }
 
-  // Tags "<prefix>0", "<prefix>1", ... until `n` of them are served by `n` different primaries.
-  static std::vector<std::string> TagsOnDistinctPrimaries(const std::string& prefix, size_t n) {
-    const RedisKeyScheme keys = *RedisKeyScheme::Create(kDefaultKeyPrefix);
-    std::vector<std::string> tags;
-    std::vector<int> ports;
-    for (int i = 0; tags.size() < n && i < 1000; ++i) {
-      const std::string tag = prefix + std::to_string(i);
-      const int slot = ClusterHashSlot(keys.StateKey(TaggedKey(tag, "x"), Algorithm::kFixedWindow));
-      absl::StatusOr<int> port = cluster_->PrimaryForSlot(slot);
-      if (!port.ok() || std::find(ports.begin(), ports.end(), *port) != ports.end()) continue;
-      ports.push_back(*port);
-      tags.push_back(tag);
-    }
-    return tags;
-  }
-
   static RedisCluster* cluster_;
 };
 
@@ -98,7 +83,7 @@ RedisCluster* RedisLeaseClusterTest::cluster_ = nullptr;
 TEST_F(RedisLeaseClusterTest, LeasedInstancesKeepTheBoundOnEveryPrimary) {
   constexpr int kInstances = 4;
   constexpr int64_t kLimit = 400;
-  const std::vector<std::string> tags = TagsOnDistinctPrimaries("bound:", 3);
+  const std::vector<std::string> tags = testing::TagsOnDistinctPrimaries(*cluster_, "bound:", 3);
   ASSERT_EQ(tags.size(), 3u);
   struct Key {
     std::string key;
@@ -167,7 +152,7 @@ TEST_F(RedisLeaseClusterTest, MultiLimitOnOneSlotIsLeasedAllOrNothing) {
   constexpr int kInstances = 3;
   constexpr int64_t kTight = 300;
   constexpr int64_t kLoose = 5000;
-  const std::vector<std::string> tags = TagsOnDistinctPrimaries("pair:", 1);
+  const std::vector<std::string> tags = testing::TagsOnDistinctPrimaries(*cluster_, "pair:", 1);
   ASSERT_EQ(tags.size(), 1u);
   const std::vector<LimitCheck> pair = {
       {.key = TaggedKey(tags[0], "tight"), .limit = LimitOf(Algorithm::kFixedWindow, kTight)},
@@ -217,7 +202,7 @@ TEST_F(RedisLeaseClusterTest, MultiLimitOnOneSlotIsLeasedAllOrNothing) {
 // slot): it goes the exact path, refused by default and split with cross_slot=split, every time
 // a script call and never a lease.
 TEST_F(RedisLeaseClusterTest, CrossSlotMultiLimitTakesTheExactPath) {
-  const std::vector<std::string> tags = TagsOnDistinctPrimaries("cross:", 2);
+  const std::vector<std::string> tags = testing::TagsOnDistinctPrimaries(*cluster_, "cross:", 2);
   ASSERT_EQ(tags.size(), 2u);
   constexpr int64_t kTight = 50;
   const std::vector<LimitCheck> checks = {

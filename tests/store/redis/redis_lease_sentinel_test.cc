@@ -7,15 +7,12 @@
 // admits its limit again there, so over all keys at most the units Redis granted or admitted
 // after the cut are admitted twice: exact mode's loss of its last writes, nothing more.
 // Real time is unavoidable here (real processes, a real failover); it bounds the waits.
-#include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <numeric>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -49,27 +46,15 @@ TEST(RedisLeaseSentinel, LeasesDecideThroughAFailoverAndLoseOnlyTheUnreplicatedG
   ASSERT_TRUE(store.WaitForConnection(std::chrono::seconds(10)).ok());
   const std::string run =
       std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-  std::vector<std::string> keys;
-  for (Algorithm a : testing::kLeaseAlgorithms)
-    keys.push_back(run + ":" + std::string(AlgorithmName(a)));
-  std::vector<int64_t> admitted(keys.size(), 0);
-  auto check = [&](size_t k) {
-    absl::StatusOr<Decision> d = store.Check(keys[k], LimitOf(testing::kLeaseAlgorithms[k]));
-    if (d.ok() && d->allowed) ++admitted[k];
-    return d;
-  };
+  std::vector<std::string> names;
+  for (Algorithm a : testing::kLeaseAlgorithms) {
+    names.push_back(run + ":" + std::string(AlgorithmName(a)));
+  }
+  testing::LeasedFailoverKeys keys(store, names, kLimit);
 
   // Replicated: 200 admitted per key, mostly from leases (the first two decisions are exact and
   // size the lease; the refills run in the background).
-  for (size_t k = 0; k < keys.size(); ++k) {
-    ASSERT_TRUE(check(k).ok());
-    std::this_thread::sleep_for(milliseconds(20));  // a rate to size the lease by, not a sync
-    while (admitted[k] < 200) {
-      absl::StatusOr<Decision> d = check(k);
-      ASSERT_TRUE(d.ok()) << d.status();
-      ASSERT_TRUE(d->allowed);
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(keys.AdmitEach(200));
   // Everything granted until now was decided before the WAIT, which returns once the replica has
   // it all (a refill answered later counts as after the cut).
   const LeaseStats cut = store.Stats().lease;
@@ -80,10 +65,10 @@ TEST(RedisLeaseSentinel, LeasesDecideThroughAFailoverAndLoseOnlyTheUnreplicatedG
   // key is spent until a refill has been granted there.
   ASSERT_TRUE(sentinel.DetachReplica().ok());
   int64_t exact_after_cut = 0;
-  for (size_t k = 0; k < keys.size(); ++k) {
+  for (size_t k = 0; k < names.size(); ++k) {
     const uint64_t granted = store.Stats().lease.units_granted;
     for (int i = 0; i < 1000 && store.Stats().lease.units_granted == granted; ++i) {
-      absl::StatusOr<Decision> d = check(k);
+      absl::StatusOr<Decision> d = keys.Check(k);
       ASSERT_TRUE(d.ok()) << d.status();
       ASSERT_TRUE(d->allowed);
       if (!d->answered_locally) ++exact_after_cut;
@@ -97,27 +82,12 @@ TEST(RedisLeaseSentinel, LeasesDecideThroughAFailoverAndLoseOnlyTheUnreplicatedG
   // The failover: leases keep deciding from memory, a key without one cannot be decided.
   const int old_primary = sentinel.primary_port();
   sentinel.KillPrimary();
-  std::atomic<bool> failed_over{false};
-  std::vector<int64_t> local_during(keys.size(), 0);
-  int64_t unleased_ok = 0;
-  int64_t unleased_errors = 0;
-  std::thread checker([&] {
-    while (!failed_over.load()) {
-      for (size_t k = 0; k < keys.size(); ++k) {
-        absl::StatusOr<Decision> d = check(k);
-        if (d.ok() && d->allowed && d->answered_locally) ++local_during[k];
-      }
-      absl::StatusOr<Decision> other = store.Check(run + ":unleased", LimitOf(Algorithm::kGcra));
-      (other.ok() ? unleased_ok : unleased_errors) += 1;
-      std::this_thread::sleep_for(milliseconds(20));  // paces the checks; not a sync
-    }
-  });
-  absl::StatusOr<int> promoted = sentinel.WaitForFailover(old_primary);
-  failed_over.store(true);
-  checker.join();
+  testing::LeasedFailoverKeys::During during;
+  absl::StatusOr<int> promoted = keys.CheckWhile(
+      [&] { return sentinel.WaitForFailover(old_primary); }, run + ":unleased", during);
   ASSERT_TRUE(promoted.ok()) << promoted.status();
-  for (size_t k = 0; k < keys.size(); ++k) EXPECT_GT(local_during[k], 0) << keys[k];
-  EXPECT_GT(unleased_errors, 0);
+  for (size_t k = 0; k < names.size(); ++k) EXPECT_GT(during.local[k], 0) << names[k];
+  EXPECT_GT(during.unleased_errors, 0);
 
   // Decisions resume on the new primary.
   ASSERT_TRUE(testing::WaitFor(
@@ -127,32 +97,19 @@ TEST(RedisLeaseSentinel, LeasesDecideThroughAFailoverAndLoseOnlyTheUnreplicatedG
       },
       10'000));
   // Each key to its end: 3x the limit offered.
-  for (size_t k = 0; k < keys.size(); ++k) {
-    for (int64_t i = 0; i < 3 * kLimit; ++i) {
-      absl::StatusOr<Decision> d = check(k);
-      ASSERT_TRUE(d.ok()) << d.status();
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(keys.OfferThreeLimits());
   // The new primary knows what was replicated; the units granted and admitted after the cut are
-  // what it forgot, and at most they are admitted twice (buckets: plus a unit of refill).
+  // what it forgot, and at most they are admitted twice.
   const int64_t lost = granted_after_cut + exact_after_cut;
-  int64_t over = 0;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    // A leasing call in flight across the failover whose answer was lost (its outcome unknown)
-    // may have been granted without its units ever reaching the holder: stranded until the lease
-    // ends, at most one grant, an eighth of the limit.
-    EXPECT_GE(admitted[k], kLimit * 98 / 100 - kLimit / 8) << keys[k];
-    over += std::max<int64_t>(
-        0, admitted[k] - kLimit - (testing::IsBucket(testing::kLeaseAlgorithms[k]) ? 1 : 0));
-  }
+  const int64_t over = keys.OverAdmitted();
   EXPECT_LE(over, lost);
   std::printf(
       "leased failover: after the cut %lld units granted and %lld admitted by Redis (lost "
       "in the failover); local admissions during the failover %lld; over-admitted %lld "
       "over %zu keys of limit %lld\n",
       static_cast<long long>(granted_after_cut), static_cast<long long>(exact_after_cut),
-      static_cast<long long>(std::accumulate(local_during.begin(), local_during.end(), int64_t{0})),
-      static_cast<long long>(over), keys.size(), static_cast<long long>(kLimit));
+      static_cast<long long>(std::accumulate(during.local.begin(), during.local.end(), int64_t{0})),
+      static_cast<long long>(over), names.size(), static_cast<long long>(kLimit));
 }
 
 }  // namespace
