@@ -51,7 +51,8 @@ struct LimitCheck {
   int64_t cost = 1;
   // Count rejected hits, as envoyproxy/ratelimit does (docs/algorithms.md, "Counting rejected
   // hits"): the cost is recorded whether or not the check passes, and the check passes iff the
-  // count after it is at most the limit (a 0-cost check: iff the count is). Fixed window only, and
+  // count after it is at most the limit (a 0-cost check: iff the count is). A denial still reports
+  // the remaining it found. Fixed window only, and
   // only as the single check of a call: stores refuse it otherwise (InvalidArgument).
   // Default: false (a denied check records nothing).
   bool count_rejected = false;

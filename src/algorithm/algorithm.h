@@ -108,8 +108,9 @@ Decision DecideFixedWindow(const Limit& limit, FixedWindowState& state, int64_t 
 // The fixed window counting rejected hits, as envoyproxy/ratelimit does (docs/algorithms.md,
 // "Counting rejected hits"; LimitCheck::count_rejected): every cost > 0 is recorded, admitted or
 // not (the count stops at kFixedWindowCountCap), and a check is admitted iff the count after it is
-// at most the limit, so a 0-cost check is admitted iff the count is at most the limit. Same state,
-// windows and reset as DecideFixedWindow().
+// at most the limit, so a 0-cost check is admitted iff the count is at most the limit. An
+// admission reports what remains after it, a denial what remained before it (as every denial
+// does). Same state, windows and reset as DecideFixedWindow().
 Decision DecideFixedWindowCounting(const Limit& limit, FixedWindowState& state, int64_t now_us,
                                    int64_t cost);
 

@@ -55,8 +55,10 @@ Decision DecideFixedWindowCounting(const Limit& limit, FixedWindowState& state, 
   // limit, so that it cannot overflow and no decision changes.
   const int64_t after = std::min(count + cost, kFixedWindowCountCap);
   if (cost > 0) state = {.window_start_us = window, .count = after};
-  const int64_t remaining = std::max<int64_t>(0, l - after);
-  if (after <= l) return Admitted(l, remaining, reset_after);
+  if (after <= l) return Admitted(l, l - after, reset_after);
+  // A denial reports the count it found, as every denial does, although it recorded its cost: the
+  // reference's stats need the counter before the hits (how many of them went past the limit).
+  const int64_t remaining = std::max<int64_t>(0, l - count);
   if (cost > l) return Never(l, remaining, reset_after);
   // The next window starts empty and cost <= l, so it admits the request.
   return Denied(l, remaining, reset_after, reset_after);

@@ -64,17 +64,19 @@ local function DecideFixedWindow(limit, period, window_start, count, now, cost, 
     if after > kFixedWindowCountCap then
       after = kFixedWindowCountCap
     end
-    local left = limit - after
-    if left < 0 then
-      left = 0
-    end
     local w, c = window_start, count
     if cost > 0 then
       w, c = window, after
     end
     if after <= limit then
-      return 1, left, reset_after, 0, w, c
-    elseif cost > limit then
+      return 1, limit - after, reset_after, 0, w, c
+    end
+    -- A denial reports the count it found (the reference's stats need the counter before).
+    local left = limit - used
+    if left < 0 then
+      left = 0
+    end
+    if cost > limit then
       return 0, left, reset_after, -1, w, c
     end
     return 0, left, reset_after, reset_after, w, c

@@ -105,6 +105,11 @@ struct ServerSettings {
   RlsHeaderNames header_names{};
   bool shadow_mode = false;
   bool quota_mode = false;
+  // Exact-reference mode (--reference-semantics, SLUICE_REFERENCE_SEMANTICS): decide as
+  // envoyproxy/ratelimit does (docs/compatibility.md, "Exact-reference mode").
+  bool reference_semantics = false;
+  // With reference_semantics: STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true.
+  bool stop_increment_when_over_limit = false;
   float near_limit_ratio = 0.8f;
   size_t local_cache_entries = 0;
   size_t local_cache_bytes = 0;

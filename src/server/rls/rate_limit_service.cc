@@ -51,12 +51,14 @@ std::shared_ptr<const RateLimitConfig> RateLimitService::config() const {
 void RateLimitService::Decide(const RlsRequest& request, DecideCallback done) {
   const auto started = clock_.Now();
   std::shared_ptr<const RateLimitConfig> config = this->config();
-  absl::StatusOr<Plan> plan =
-      MakePlan(request, config.get(),
-               PlanOptions{.global_quota_mode = options_.global_quota_mode,
-                           .max_descriptors = options_.max_descriptors,
-                           .max_entries_per_descriptor = options_.max_entries_per_descriptor,
-                           .max_value_bytes = options_.max_value_bytes});
+  absl::StatusOr<Plan> plan = MakePlan(
+      request, config.get(),
+      PlanOptions{.global_quota_mode = options_.global_quota_mode,
+                  .reference_semantics = options_.reference_semantics,
+                  .stop_increment_when_over_limit = options_.stop_increment_when_over_limit,
+                  .max_descriptors = options_.max_descriptors,
+                  .max_entries_per_descriptor = options_.max_entries_per_descriptor,
+                  .max_value_bytes = options_.max_value_bytes});
   if (!plan.ok()) {
     observer_.OnInvalidRequest();
     std::move(done)(plan.status());
@@ -79,6 +81,7 @@ void RateLimitService::Decide(const RlsRequest& request, DecideCallback done) {
                             EvaluateOptions{.near_limit_ratio = options_.near_limit_ratio,
                                             .global_shadow_mode = options_.global_shadow_mode,
                                             .response_headers = options_.response_headers,
+                                            .retry_after_header = !options_.reference_semantics,
                                             .header_names = options_.header_names});
     observer_.OnDecision(RlsDecisionReport{.domain = shared->domain,
                                            .limits = e.stats,

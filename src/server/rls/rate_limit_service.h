@@ -59,6 +59,15 @@ struct RateLimitServiceOptions {
   bool global_quota_mode = false;
   // Hits above this share of a limit count as near_limit. Default: 0.8, as the reference.
   float near_limit_ratio = 0.8f;
+  // Exact-reference mode (--reference-semantics, SLUICE_REFERENCE_SEMANTICS; docs/compatibility.md
+  // "Exact-reference mode"): decide as envoyproxy/ratelimit does, fixed windows counting rejected
+  // hits each on its own, a 0-hit check OK while the counter is at most the limit, and no
+  // Retry-After. Default: off (sluice's all-or-nothing semantics).
+  bool reference_semantics = false;
+  // With reference_semantics: the reference's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true (only
+  // the limits a request takes past their limit are incremented when one does). Ignored without.
+  // Default: off, the reference's default.
+  bool stop_increment_when_over_limit = false;
   // Request bounds; larger requests are INVALID_ARGUMENT.
   size_t max_descriptors = 64;
   size_t max_entries_per_descriptor = 32;
