@@ -5,7 +5,9 @@
 // enforced limit of every descriptor in ONE all-or-nothing call, so a request rejected by one limit
 // consumes none of the others (the reference increments the others); Evaluate() (rls_evaluate.h)
 // turns the decisions into the response and the reference's stats, which go to an RlsObserver
-// (rls_observer.h). The service knows no protobuf: the gRPC and /json edges convert
+// (rls_observer.h). In exact-reference mode (RateLimitServiceOptions::reference_semantics) the
+// executor decides as the reference does instead: each limit on its own, fixed windows counting
+// rejected hits. The service knows no protobuf: the gRPC and /json edges convert
 // (ShouldRateLimit() in src/server/grpc/rls_proto.h).
 //
 // Example:
