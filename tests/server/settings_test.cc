@@ -281,8 +281,8 @@ TEST(Settings, ReferenceSemanticsHonourStopCacheKeyIncrementWhenOverlimit) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_FALSE(s->stop_increment_when_over_limit);
 
-  s = Apply(with({{"SLUICE_REFERENCE_SEMANTICS", "1"},
-                  {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true"}}));
+  s = Apply(with(
+      {{"SLUICE_REFERENCE_SEMANTICS", "1"}, {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true"}}));
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(s->reference_semantics);
   EXPECT_TRUE(s->stop_increment_when_over_limit);

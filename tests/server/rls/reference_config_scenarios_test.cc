@@ -400,8 +400,8 @@ TEST_P(ReferenceBadConfigs, AreRefusedNamingFileAndCulprit) {
   ASSERT_FALSE(config.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(config.status())) << config.status();
   const std::string message(config.status().message());
-  EXPECT_THAT(message, AllOf(HasSubstr(f.files.back()), HasSubstr(f.mentions),
-                             HasSubstr(f.reference)));
+  EXPECT_THAT(message,
+              AllOf(HasSubstr(f.files.back()), HasSubstr(f.mentions), HasSubstr(f.reference)));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -415,7 +415,8 @@ INSTANTIATE_TEST_SUITE_P(
                    false,
                    "duplicate domain 'test-domain' in config file",
                    "duplicate domain 'test-domain' in config file"},
-        BadFixture{{"empty_key.yaml"}, false, "descriptor has empty key", "descriptor has empty key"},
+        BadFixture{
+            {"empty_key.yaml"}, false, "descriptor has empty key", "descriptor has empty key"},
         BadFixture{{"duplicate_key.yaml"},
                    false,
                    "duplicate descriptor composite key 'test-domain.key1_value1'",
