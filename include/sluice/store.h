@@ -49,6 +49,13 @@ struct LimitCheck {
   Limit limit;
   // Units to record; 0 is a peek. REQUIRES: 0 <= cost <= kMaxCost.
   int64_t cost = 1;
+  // Count rejected hits, as envoyproxy/ratelimit does (docs/algorithms.md, "Counting rejected
+  // hits"): the cost is recorded whether or not the check passes, and the check passes iff the
+  // count after it is at most the limit (a 0-cost check: iff the count is). A denial still reports
+  // the remaining it found. Fixed window only, and
+  // only as the single check of a call: stores refuse it otherwise (InvalidArgument).
+  // Default: false (a denied check records nothing).
+  bool count_rejected = false;
 };
 
 // The outcome of an all-or-nothing check of several limits.
@@ -68,7 +75,8 @@ absl::Status ValidateCheck(std::string_view key, const Limit& limit, int64_t cos
 
 // ValidateChecks()
 //
-// ValidateCheck() for each element; also InvalidArgument when `checks` is empty.
+// ValidateCheck() for each element; also InvalidArgument when `checks` is empty, or when a check
+// with count_rejected is not a fixed window or not the only check.
 absl::Status ValidateChecks(std::span<const LimitCheck> checks);
 
 class StoreWrapper;

@@ -1,7 +1,8 @@
 // The five limit algorithms as pure functions of (limit, state, now, cost).
 //
 // Each Decide*() reads `state`, decides, and updates `state` in place only when the request is
-// admitted with a cost > 0, exactly as docs/algorithms.md specifies. None reads a clock: `now_us`
+// admitted with a cost > 0 (or, for a fixed window counting rejected hits, for any cost > 0),
+// exactly as docs/algorithms.md specifies. None reads a clock: `now_us`
 // is integer microseconds since the Unix epoch, passed in. A default-constructed state is "no
 // state". The state after any call is equivalent to no state from `now_us + decision.reset_after`
 // on, so stores expire it then.
@@ -92,11 +93,26 @@ struct GcraState {
   friend bool operator==(const GcraState&, const GcraState&) = default;
 };
 
+// The most a fixed window's count reaches when it counts rejected hits: far above any limit
+// (kMaxLimit = 2^32 - 1), far below 2^53.
+inline constexpr int64_t kFixedWindowCountCap = int64_t{1} << 50;
+
 // DecideFixedWindow()
 //
 // Fixed windows aligned to multiples of the period since the epoch.
 Decision DecideFixedWindow(const Limit& limit, FixedWindowState& state, int64_t now_us,
                            int64_t cost);
+
+// DecideFixedWindowCounting()
+//
+// The fixed window counting rejected hits, as envoyproxy/ratelimit does (docs/algorithms.md,
+// "Counting rejected hits"; LimitCheck::count_rejected): every cost > 0 is recorded, admitted or
+// not (the count stops at kFixedWindowCountCap), and a check is admitted iff the count after it is
+// at most the limit, so a 0-cost check is admitted iff the count is at most the limit. An
+// admission reports what remains after it, a denial what remained before it (as every denial
+// does). Same state, windows and reset as DecideFixedWindow().
+Decision DecideFixedWindowCounting(const Limit& limit, FixedWindowState& state, int64_t now_us,
+                                   int64_t cost);
 
 // DecideSlidingWindow()
 //

@@ -56,7 +56,7 @@ absl::Status ParseDescriptor(const FileContext& file, const YAML::Node& item,
   SLUICE_ASSIGN_OR_RETURN(context.detailed_metric, d.Bool("detailed_metric"));
   if (const MapEntry* metadata = d.Find("metadata")) {
     if (!metadata->value.IsMap()) {
-      return d.Error("metadata", "expected a mapping");
+      return WithReferenceWording(d.Error("metadata", "expected a mapping"), kReferenceLoadError);
     }
     SLUICE_ASSIGN_OR_RETURN(context.metadata_json,
                             YamlToJson(file, metadata->value, d.Field("metadata")));
@@ -84,7 +84,8 @@ absl::Status ParseDescriptors(const FileContext& file, const YAML::Node& list,
     return absl::OkStatus();
   }
   if (!list.IsSequence()) {
-    return file.Error(list.Mark(), list_field, "expected a list of descriptors");
+    return WithReferenceWording(
+        file.Error(list.Mark(), list_field, "expected a list of descriptors"), kReferenceLoadError);
   }
   for (size_t i = 0; i < list.size(); ++i) {
     SLUICE_RETURN_IF_ERROR(
@@ -94,7 +95,9 @@ absl::Status ParseDescriptors(const FileContext& file, const YAML::Node& list,
 }
 
 absl::StatusOr<DomainTree> ParseRoot(const FileContext& file, const std::string& content) {
-  SLUICE_ASSIGN_OR_RETURN(const YAML::Node root, LoadFirstDocument(file, content));
+  absl::StatusOr<YAML::Node> loaded = LoadFirstDocument(file, content);
+  if (!loaded.ok()) return WithReferenceWording(loaded.status(), kReferenceLoadError);
+  const YAML::Node root = *std::move(loaded);
   if (root.IsNull()) {
     return file.Error(YAML::Mark(), "domain", "config file cannot have empty domain");
   }
@@ -124,7 +127,8 @@ absl::StatusOr<DomainTree> ParseConfigFile(const ConfigSource& source) {
   try {
     return ParseRoot(file, source.content);
   } catch (const YAML::Exception& e) {
-    return file.Error(e.mark, "", absl::StrCat("invalid YAML: ", e.msg));
+    return WithReferenceWording(file.Error(e.mark, "", absl::StrCat("invalid YAML: ", e.msg)),
+                                kReferenceLoadError);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat(source.name, ": ", e.what()));
   }

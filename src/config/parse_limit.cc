@@ -38,7 +38,8 @@ absl::StatusOr<std::vector<Replace>> ParseReplaces(const FileContext& file,
     return out;
   }
   if (!entry->value.IsSequence()) {
-    return limit.Error("replaces", "expected a list of {name: ...}");
+    return WithReferenceWording(limit.Error("replaces", "expected a list of {name: ...}"),
+                                kReferenceLoadError);
   }
   for (size_t i = 0; i < entry->value.size(); ++i) {
     const std::string path = absl::StrCat(limit.Field("replaces"), "[", i, "]");
@@ -60,7 +61,10 @@ absl::StatusOr<RuleLimit> ParseLimit(const MapReader& block) {
 
   SLUICE_ASSIGN_OR_RETURN(const std::string unit, block.String("unit"));
   if (unit.empty()) {
-    return block.Error("unit", absl::StrCat("missing rate limit unit ", kUnitChoices));
+    // The reference reads a missing unit as an empty one.
+    return WithReferenceWording(
+        block.Error("unit", absl::StrCat("missing rate limit unit ", kUnitChoices)),
+        "invalid rate limit unit ''");
   }
   const std::optional<RateLimitUnit> parsed_unit = ParseRateLimitUnit(unit);
   if (!parsed_unit.has_value()) {

@@ -89,6 +89,11 @@ bool IsAllowedKey(Scope scope, absl::string_view key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
+bool IsKnownKey(absl::string_view key) {
+  return std::any_of(std::begin(kScopes), std::end(kScopes),
+                     [key](Scope scope) { return IsAllowedKey(scope, key); });
+}
+
 std::string DisallowedKeyMessage(Scope scope, absl::string_view key) {
   if (scope == Scope::kRateLimitsItem && key == "unlimited") {
     return "'unlimited' is not allowed in a rate_limits item; use rate_limit: {unlimited: true}";

@@ -27,6 +27,9 @@ enum class Scope {
 // Returns whether `key` is allowed in a mapping at `scope`.
 bool IsAllowedKey(Scope scope, absl::string_view key);
 
+// Returns whether `key` is allowed at some scope.
+bool IsKnownKey(absl::string_view key);
+
 // Returns why `key` is not allowed at `scope`: where it belongs if it is a known key, else
 // "unknown key 'k'" with the closest allowed key as a suggestion.
 std::string DisallowedKeyMessage(Scope scope, absl::string_view key);

@@ -235,11 +235,26 @@ std::string JoinField(absl::string_view path, absl::string_view key) {
   return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
 }
 
+absl::Status WithReferenceWording(absl::Status status, absl::string_view phrase) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat(status.message(), " (reference: \"", phrase, "\")"));
+}
+
 absl::StatusOr<MapReader> MapReader::Read(const FileContext& file, const YAML::Node& node,
                                           std::string path, Scope scope) {
   if (!node.IsMap()) {
-    return file.Error(node.Mark(), path,
-                      absl::StrCat("expected a mapping, got ", NodeTypeName(node)));
+    absl::Status error =
+        file.Error(node.Mark(), path, absl::StrCat("expected a mapping, got ", NodeTypeName(node)));
+    // A list element (path "...[i]") is what the reference's key check words its own way; any
+    // other non-mapping fails its YAML decoding.
+    if (!path.empty() && path.back() == ']') {
+      const std::string shown = node.IsScalar() ? node.Scalar() : std::string(NodeTypeName(node));
+      return WithReferenceWording(
+          std::move(error),
+          absl::StrCat("config error, yaml file contains list of type other than map: ", shown));
+    }
+    return WithReferenceWording(std::move(error), kReferenceLoadError);
   }
   MapReader reader(file, std::move(path), node.Mark());
   absl::flat_hash_set<std::string> seen;
@@ -247,17 +262,28 @@ absl::StatusOr<MapReader> MapReader::Read(const FileContext& file, const YAML::N
     const YAML::Node& key = kv.first;
     if (!key.IsScalar() || ResolveScalar(key) != ScalarKind::kString) {
       const std::string shown = key.IsScalar() ? key.Scalar() : std::string(NodeTypeName(key));
-      return file.Error(key.Mark(), reader.path_,
-                        absl::StrCat("key is not a string: ", shown, " (", NodeTypeName(key), ")"));
+      return WithReferenceWording(
+          file.Error(key.Mark(), reader.path_,
+                     absl::StrCat("key is not a string: ", shown, " (", NodeTypeName(key), ")")),
+          absl::StrCat("config error, key is not of type string: ", shown));
     }
     const std::string& name = key.Scalar();
     const std::string field = reader.Field(name);
     if (!IsAllowedKey(scope, name)) {
-      return file.Error(key.Mark(), field, DisallowedKeyMessage(scope, name));
+      absl::Status error = file.Error(key.Mark(), field, DisallowedKeyMessage(scope, name));
+      // The reference checks keys against one set for every level: a key valid elsewhere passes
+      // its check (and is then ignored), an unknown one is refused in these words.
+      if (!IsKnownKey(name)) {
+        return WithReferenceWording(std::move(error),
+                                    absl::StrCat("config error, unknown key '", name, "'"));
+      }
+      return error;
     }
     if (!seen.insert(name).second) {
       // yaml-cpp keeps both entries of a repeated key; the reference's YAML library rejects them.
-      return file.Error(key.Mark(), field, absl::StrCat("key '", name, "' is repeated"));
+      return WithReferenceWording(
+          file.Error(key.Mark(), field, absl::StrCat("key '", name, "' is repeated")),
+          kReferenceLoadError);
     }
     reader.entries_.push_back(MapEntry{name, key.Mark(), kv.second});
   }
@@ -284,7 +310,9 @@ absl::StatusOr<std::string> MapReader::String(absl::string_view key) const {
     return std::string();
   }
   if (!entry->value.IsScalar()) {
-    return Error(key, absl::StrCat("expected a string, got ", NodeTypeName(entry->value)));
+    return WithReferenceWording(
+        Error(key, absl::StrCat("expected a string, got ", NodeTypeName(entry->value))),
+        kReferenceLoadError);
   }
   return entry->value.Scalar();
 }
@@ -297,8 +325,10 @@ absl::StatusOr<bool> MapReader::Bool(absl::string_view key) const {
   if (!entry->value.IsScalar() || ResolveScalar(entry->value) != ScalarKind::kBool) {
     std::string shown =
         entry->value.IsScalar() ? absl::StrCat(" '", entry->value.Scalar(), "'") : std::string();
-    return Error(key,
-                 absl::StrCat("expected true or false, got ", NodeTypeName(entry->value), shown));
+    return WithReferenceWording(
+        Error(key, absl::StrCat("expected true or false, got ", NodeTypeName(entry->value), shown)),
+        ResolveScalar(entry->value) == ScalarKind::kFloat ? kReferenceCheckError
+                                                          : kReferenceLoadError);
   }
   const std::string lower = absl::AsciiStrToLower(entry->value.Scalar());
   return IsOneOf(lower, {"y", "yes", "true", "on"});
@@ -315,15 +345,21 @@ absl::StatusOr<std::optional<uint64_t>> MapReader::UnsignedInt(absl::string_view
     return Error(key, "expected an integer, got an empty value");
   }
   if (!value.IsScalar()) {
-    return Error(key, absl::StrCat("expected an integer, got ", NodeTypeName(value)));
+    return WithReferenceWording(
+        Error(key, absl::StrCat("expected an integer, got ", NodeTypeName(value))),
+        kReferenceLoadError);
   }
   const ScalarKind kind = ResolveScalar(value);
   const std::string& text = value.Scalar();
   if (kind == ScalarKind::kFloat) {
-    return Error(key, absl::StrCat("expected a whole number, got ", text));
+    // The reference's key check refuses every float value in these words.
+    return WithReferenceWording(Error(key, absl::StrCat("expected a whole number, got ", text)),
+                                kReferenceCheckError);
   }
   if (kind != ScalarKind::kInt) {
-    return Error(key, absl::StrCat("expected an integer, got ", KindName(kind), " '", text, "'"));
+    return WithReferenceWording(
+        Error(key, absl::StrCat("expected an integer, got ", KindName(kind), " '", text, "'")),
+        kReferenceLoadError);
   }
   std::string digits;
   for (const char c : text) {
@@ -335,7 +371,8 @@ absl::StatusOr<std::optional<uint64_t>> MapReader::UnsignedInt(absl::string_view
     digits.erase(0, 1);
   }
   if (!digits.empty() && digits[0] == '-') {
-    return Error(key, absl::StrCat("must not be negative, got ", text));
+    return WithReferenceWording(Error(key, absl::StrCat("must not be negative, got ", text)),
+                                kReferenceLoadError);
   }
   if (digits.find_first_not_of("0123456789") != std::string::npos) {
     return Error(key, absl::StrCat("expected a decimal integer, got ", text));
@@ -347,7 +384,9 @@ absl::StatusOr<std::optional<uint64_t>> MapReader::UnsignedInt(absl::string_view
   }
   uint64_t number = 0;
   if (!absl::SimpleAtoi(digits, &number) || number > max) {
-    return Error(key, absl::StrCat("must be at most ", max, ", got ", text));
+    // Past 2^32 - 1 the reference's decoding into its uint32 fails.
+    absl::Status error = Error(key, absl::StrCat("must be at most ", max, ", got ", text));
+    return max >= 0xffffffffu ? WithReferenceWording(std::move(error), kReferenceLoadError) : error;
   }
   return std::optional<uint64_t>(number);
 }

@@ -39,6 +39,18 @@ struct MapEntry {
   YAML::Node value;
 };
 
+// The reference's words (envoyproxy/ratelimit's src/config/config_impl.go) for errors that sluice
+// words its own way: operators grep for them.
+inline constexpr absl::string_view kReferenceLoadError = "error loading config file";
+inline constexpr absl::string_view kReferenceCheckError = "error checking config";
+
+// WithReferenceWording()
+//
+// Returns `status` (an InvalidArgument error from FileContext::Error()) with
+// ` (reference: "<phrase>")` appended to its message, so that it carries the reference's wording
+// of the same problem beside sluice's own. OK stays OK.
+absl::Status WithReferenceWording(absl::Status status, absl::string_view phrase);
+
 // A mapping whose keys have been checked against the keys allowed at its position.
 class MapReader {
  public:

@@ -36,6 +36,17 @@ absl::Status ValidateChecks(std::span<const LimitCheck> checks) {
     if (absl::Status s = ValidateCheck(checks[i].key, checks[i].limit, checks[i].cost); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("checks[", i, "].", s.message()));
     }
+    if (!checks[i].count_rejected) continue;
+    // Counting rejected hits is the reference's fixed window, decided on its own: in an
+    // all-or-nothing call a check that records even when denied has no meaning.
+    if (checks[i].limit.algorithm != Algorithm::kFixedWindow) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checks[", i, "].count_rejected: only a fixed_window limit counts rejected hits"));
+    }
+    if (checks.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checks[", i, "].count_rejected: a check counting rejected hits must be the only check"));
+    }
   }
   return absl::OkStatus();
 }

@@ -8,7 +8,8 @@
 --
 -- Checks are decided in order against a tentative state per distinct key, so a key named twice
 -- behaves as two checks applied one after the other. Only when every check is admitted is any
--- state written (all of them); otherwise nothing is written, each denied check reports its
+-- state written (all of them), or when the one check counts rejected hits; otherwise nothing is
+-- written, each denied check reports its
 -- decision, and each check that would have passed reports a peek (cost 0) of the stored state, as
 -- Store::CheckAll() specifies.
 
@@ -36,11 +37,11 @@ end
 -- cost > 0 updates `st`, and marks it dirty with what its expiry needs from the last check that
 -- changed it (`period`, `rate`, `burst`). Returns allowed, remaining, reset_after, retry_after.
 local function DecideAny(c, st, now, now_text, cost)
-  local algorithm, limit, period, capacity = c[1], c[2], c[3], c[4]
+  local algorithm, limit, period, capacity, counting = c[1], c[2], c[3], c[4], c[6]
   local allowed, remaining, reset_after, retry_after
   if algorithm == kFixedWindow then
     allowed, remaining, reset_after, retry_after, st.a, st.b =
-      DecideFixedWindow(limit, period, st.a, st.b, now, cost)
+      DecideFixedWindow(limit, period, st.a, st.b, now, cost, counting)
   elseif algorithm == kSlidingWindow then
     allowed, remaining, reset_after, retry_after, st.a, st.b, st.c =
       DecideSlidingWindow(limit, period, st.a, st.b, st.c, now, cost)
@@ -54,7 +55,7 @@ local function DecideAny(c, st, now, now_text, cost)
     allowed, remaining, reset_after, retry_after = DecideSlidingLog(limit, period, st.log, now,
       now_text, cost)
   end
-  if allowed == 1 and cost > 0 then
+  if (allowed == 1 or counting) and cost > 0 then
     st.dirty, st.algorithm, st.period, st.rate, st.burst = true, algorithm, period, limit, capacity
   end
   return allowed, remaining, reset_after, retry_after
@@ -83,11 +84,16 @@ local function CheckAll(keys, args)
   if n < 1 or n > kMaxChecks or #args ~= kArgvBase + n then
     Fail('expected 1 to ' .. kMaxChecks .. ' keys and one argument per key')
   end
-  -- Every check is parsed before anything is read: {algorithm, limit, period, capacity, cost}.
+  -- Every check is parsed before anything is read: {algorithm, limit, period, capacity, cost,
+  -- counting}.
   local checks = {}
   local algorithm_of_key = {}
   for i = 1, n do
-    local algorithm, limit, period, capacity, cost = ParseCheck(args[kArgvBase + i], i)
+    local algorithm, limit, period, capacity, cost, counting = ParseCheck(args[kArgvBase + i], i)
+    if counting and n > 1 then
+      -- A check that records when denied has no place in an all-or-nothing call.
+      Fail('check ' .. i .. ': a check counting rejected hits must be the only check')
+    end
     local key = keys[i]
     local seen = algorithm_of_key[key]
     if seen ~= nil and seen ~= algorithm then
@@ -95,7 +101,7 @@ local function CheckAll(keys, args)
       Fail('check ' .. i .. ': key repeated with a different algorithm')
     end
     algorithm_of_key[key] = algorithm
-    checks[i] = {algorithm, limit, period, capacity, cost}
+    checks[i] = {algorithm, limit, period, capacity, cost, counting}
   end
   local now = NowMicros(args)
   local now_text = Format('%d', now)
@@ -122,7 +128,8 @@ local function CheckAll(keys, args)
     end
   end
 
-  if reply[1] == 1 then
+  -- A check counting rejected hits is the only one, and records whether it passed or not.
+  if reply[1] == 1 or checks[1][6] then
     for _, key in ipairs(distinct_keys) do
       local st = states[key]
       if st.dirty then

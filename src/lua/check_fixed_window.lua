@@ -26,6 +26,12 @@ local function CheckFixedWindow(keys, args)
     ParseCheck(check, 1, kFixedWindow)
   end
   local algorithm, limit, period, capacity, cost = Unpack(kCheckFormat, check)
+  -- A check counting rejected hits (kCountRejected) is decided as DecideFixedWindow does with
+  -- `counting`.
+  local counting = algorithm == kFixedWindow + kCountRejected
+  if counting then
+    algorithm = kFixedWindow
+  end
   if algorithm ~= kFixedWindow or limit < 1 or period < 1000 or period > kMaxPeriodUs or
       period % 1000 ~= 0 or capacity ~= limit or cost > kMaxCost then
     ParseCheck(check, 1, kFixedWindow)
@@ -62,6 +68,20 @@ local function CheckFixedWindow(keys, args)
     used = 0
   end
   local reset_after = window + period - now
+  if counting then
+    local allowed, left, _, retry_after, w, c =
+      DecideFixedWindow(limit, period, window_start, count, now, cost, true)
+    if cost > 0 then
+      local expiry = (w + period) / 1000
+      local value = Pack(kFixedWindowState, w, c, expiry)
+      if expiry == expiry_ms then
+        Call('SET', key, value, 'KEEPTTL')
+      else
+        SetState(key, value, expiry, now)
+      end
+    end
+    return Pack(kDecisionFormat, allowed, limit, left, reset_after, retry_after)
+  end
   local remaining = limit - used
   if remaining < 0 then
     remaining = 0

@@ -39,6 +39,9 @@ local kSlidingWindow = 1
 local kSlidingLog = 2
 local kTokenBucket = 3
 local kGcra = 4
+-- Added to a fixed window's algorithm byte: the check counts rejected hits (docs/algorithms.md,
+-- "Counting rejected hits"; LimitCheck::count_rejected).
+local kCountRejected = 128
 
 -- One check, one ARGV entry of kCheckBytes: algorithm, limit, period_us, capacity, cost,
 -- little-endian (AppendCheckArguments() in lua_scripts.cc writes it).

@@ -9,6 +9,8 @@
 
 local kFixedWindowState = '<I8I8I8'
 local kFixedWindowStateBytes = 24
+-- The most a count reaches when it counts rejected hits (kFixedWindowCountCap in C++): 2^50.
+local kFixedWindowCountCap = 1125899906842624
 
 -- Returns window start, count and the key's expiry in ms (-1 when unknown) of the stored value
 -- `v` (false: no key).
@@ -33,8 +35,9 @@ end
 
 -- Decides `cost` at `now` against the state (window_start, count). Returns allowed (1|0),
 -- remaining, reset_after, retry_after and the state after the decision, which differs from the
--- one passed in only when the request was admitted with cost > 0 (only then is it written).
-local function DecideFixedWindow(limit, period, window_start, count, now, cost)
+-- one passed in only when the request was admitted with cost > 0 (only then is it written), or,
+-- with `counting` (the check counts rejected hits), whenever cost > 0.
+local function DecideFixedWindow(limit, period, window_start, count, now, cost, counting)
   -- After a backward time step `now` may fall before the recorded window; that window stays the
   -- current one, so a step back never hands out a fresh quota.
   local m = now
@@ -55,6 +58,29 @@ local function DecideFixedWindow(limit, period, window_start, count, now, cost)
     used = 0
   end
   local reset_after = window + period - now
+  if counting then
+    -- DecideFixedWindowCounting: every cost is recorded, admitted or not, up to the cap.
+    local after = used + cost
+    if after > kFixedWindowCountCap then
+      after = kFixedWindowCountCap
+    end
+    local w, c = window_start, count
+    if cost > 0 then
+      w, c = window, after
+    end
+    if after <= limit then
+      return 1, limit - after, reset_after, 0, w, c
+    end
+    -- A denial reports the count it found (the reference's stats need the counter before).
+    local left = limit - used
+    if left < 0 then
+      left = 0
+    end
+    if cost > limit then
+      return 0, left, reset_after, -1, w, c
+    end
+    return 0, left, reset_after, reset_after, w, c
+  end
   local remaining = limit - used
   if remaining < 0 then
     remaining = 0

@@ -210,7 +210,11 @@ local function LeaseAll(keys, args)
   local checks, wants = {}, {}
   local seen = {}
   for i = 1, n do
-    local algorithm, limit, period, capacity, cost = ParseCheck(args[kArgvBase + i], i)
+    local algorithm, limit, period, capacity, cost, counting = ParseCheck(args[kArgvBase + i], i)
+    if counting then
+      -- A lease spends units that were admitted; a check recording denied hits takes none.
+      Fail('check ' .. i .. ': a check counting rejected hits takes no lease')
+    end
     if seen[keys[i]] then
       Fail('check ' .. i .. ': key repeated (the keys of a leasing call must be distinct)')
     end
@@ -405,7 +409,10 @@ local function LeaseRefund(keys, args)
   local checks, refunds = {}, {}
   local algorithm_of_key = {}
   for i = 1, n do
-    local algorithm, limit, period, capacity = ParseCheck(args[kArgvBase + i], i)
+    local algorithm, limit, period, capacity, _, counting = ParseCheck(args[kArgvBase + i], i)
+    if counting then
+      Fail('check ' .. i .. ': a check counting rejected hits takes no lease')
+    end
     local seen = algorithm_of_key[keys[i]]
     if seen ~= nil and seen ~= algorithm then
       Fail('check ' .. i .. ': key repeated with a different algorithm')

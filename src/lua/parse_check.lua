@@ -1,7 +1,8 @@
 -- parse_check.lua: reads and validates one check's argument.
 --
 -- A check is one ARGV entry of exactly kCheckBytes, kCheckFormat (common.lua), little-endian:
---   algorithm   u8    kFixedWindow .. kGcra (the value of enum class Algorithm)
+--   algorithm   u8    kFixedWindow .. kGcra (the value of enum class Algorithm); kFixedWindow +
+--                     kCountRejected for a fixed window counting rejected hits
 --   limit       u32   units per period, [1, 2^32 - 1]
 --   period_us   u64   a whole number of ms in microseconds, [1000, 366 days]
 --   capacity    u32   Limit::Capacity(): the burst for token_bucket and gcra, else equal to limit
@@ -12,14 +13,21 @@
 -- malformed call is refused before anything is read or written. (A u64 above 2^53 unpacks
 -- rounded, but stays far above every bound.)
 
--- Returns (algorithm, limit, period, capacity, cost) for `check`, the argument of check `index`
--- (from 1, for error messages, which are only built when a check fails). With `expected`, the
--- check must be of that algorithm: a single-check function was chosen by it.
+-- Returns (algorithm, limit, period, capacity, cost, counting) for `check`, the argument of check
+-- `index` (from 1, for error messages, which are only built when a check fails); `counting` is
+-- true for a fixed window counting rejected hits. With `expected`, the check must be of that
+-- algorithm: a single-check function was chosen by it.
 local function ParseCheck(check, index, expected)
   if #check ~= kCheckBytes then
     Fail('check ' .. index .. ': expected ' .. kCheckBytes .. ' bytes, got ' .. #check)
   end
   local algorithm, limit, period, capacity, cost = Unpack(kCheckFormat, check)
+  local counting = false
+  if algorithm == kFixedWindow + kCountRejected then
+    algorithm, counting = kFixedWindow, true
+  elseif algorithm >= kCountRejected then
+    Fail('check ' .. index .. ': only a fixed_window limit counts rejected hits')
+  end
   if algorithm > kGcra then
     Fail('check ' .. index .. ': unknown algorithm ' .. algorithm)
   end
@@ -56,5 +64,5 @@ local function ParseCheck(check, index, expected)
       Fail('check ' .. index .. ': sliding_log limit must be <= 100000')
     end
   end
-  return algorithm, limit, period, capacity, cost
+  return algorithm, limit, period, capacity, cost, counting
 end

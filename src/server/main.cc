@@ -143,6 +143,9 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
   app.add_flag("--response-dynamic-metadata", s.response_dynamic_metadata,
                "Return the passed descriptors' config metadata in dynamic_metadata "
                "(RESPONSE_DYNAMIC_METADATA)");
+  app.add_flag("--reference-semantics", s.reference_semantics,
+               "Decide exactly as envoyproxy/ratelimit: count rejected hits, a 0-hit check OK at "
+               "the limit, no Retry-After (SLUICE_REFERENCE_SEMANTICS)");
   app.add_option("--near-limit-ratio", s.near_limit_ratio,
                  "Hits above this share of a limit count as near_limit (NEAR_LIMIT_RATIO)")
       ->capture_default_str();

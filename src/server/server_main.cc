@@ -190,17 +190,20 @@ int RunServer(const ServerSettings& settings) {
   }
 
   Metrics metrics;
-  RateLimitService service(stores->decisions(), metrics,
-                           RateLimitServiceOptions{
-                               .response_headers = settings.response_headers,
-                               .header_names = settings.header_names,
-                               .global_shadow_mode = settings.shadow_mode,
-                               .global_quota_mode = settings.quota_mode,
-                               .near_limit_ratio = settings.near_limit_ratio,
-                               .response_dynamic_metadata = settings.response_dynamic_metadata,
-                               .over_limit_cache_entries = settings.local_cache_entries,
-                               .over_limit_cache_bytes = settings.local_cache_bytes,
-                           });
+  RateLimitService service(
+      stores->decisions(), metrics,
+      RateLimitServiceOptions{
+          .response_headers = settings.response_headers,
+          .header_names = settings.header_names,
+          .global_shadow_mode = settings.shadow_mode,
+          .global_quota_mode = settings.quota_mode,
+          .near_limit_ratio = settings.near_limit_ratio,
+          .response_dynamic_metadata = settings.response_dynamic_metadata,
+          .reference_semantics = settings.reference_semantics,
+          .stop_increment_when_over_limit = settings.stop_increment_when_over_limit,
+          .over_limit_cache_entries = settings.local_cache_entries,
+          .over_limit_cache_bytes = settings.local_cache_bytes,
+      });
   const ConfigLoadOptions load_options{.merge_domains = settings.merge_domains,
                                        .ignore_dotfiles = settings.ignore_dotfiles};
   metrics.SetStoreStateSource(StoreStateSource(*stores->main.store, stores->main.backend));
@@ -334,6 +337,16 @@ int RunServer(const ServerSettings& settings) {
   check_health();
   spdlog::info("sluiced serving: HTTP on {}, gRPC on {} ({} engine)", settings.http, settings.grpc,
                settings.grpc_engine);
+  if (settings.reference_semantics) {
+    spdlog::info(
+        "decisions: exact-reference mode (envoyproxy/ratelimit's counting; "
+        "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT={})",
+        settings.stop_increment_when_over_limit);
+  } else {
+    spdlog::info(
+        "decisions: sluice's semantics (all-or-nothing; --reference-semantics for the "
+        "reference's)");
+  }
 
   std::unique_ptr<StatsdSink> statsd;
   if (settings.statsd.enabled && !settings.disable_stats) {

@@ -341,10 +341,18 @@ void ApplyLimits(EnvReader& r) {
   if (!r.FlagGiven("--key-prefix")) {
     if (auto prefix = r.Get("CACHE_KEY_PREFIX")) s.key_prefix = *prefix;
   }
-  if (r.Bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", std::nullopt) == false) {
+  if (!r.FlagGiven("--reference-semantics")) {
+    if (auto b = r.Bool("SLUICE_REFERENCE_SEMANTICS", std::nullopt)) s.reference_semantics = *b;
+  }
+  const std::optional<bool> stop = r.Bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", std::nullopt);
+  if (s.reference_semantics) {
+    // The reference's meaning, its default false included.
+    s.stop_increment_when_over_limit = stop.value_or(false);
+  } else if (stop == false) {
     r.Refuse("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT",
              "sluiced never counts a rejected request (all-or-nothing, the behaviour of true); "
-             "false cannot be honoured; unset it or set it to true");
+             "false is honoured only in exact-reference mode (--reference-semantics or "
+             "SLUICE_REFERENCE_SEMANTICS=true); unset it, set it to true, or turn that mode on");
   }
   if (!r.FlagGiven("--response-headers")) {
     if (auto b = r.Bool("LIMIT_RESPONSE_HEADERS_ENABLED", false)) s.response_headers = *b;

@@ -107,6 +107,11 @@ struct ServerSettings {
   bool quota_mode = false;
   // The request and the passed descriptors' config `metadata` in the response's dynamic_metadata.
   bool response_dynamic_metadata = false;
+  // Exact-reference mode (--reference-semantics, SLUICE_REFERENCE_SEMANTICS): decide as
+  // envoyproxy/ratelimit does (docs/compatibility.md, "Exact-reference mode").
+  bool reference_semantics = false;
+  // With reference_semantics: STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true.
+  bool stop_increment_when_over_limit = false;
   float near_limit_ratio = 0.8f;
   size_t local_cache_entries = 0;
   size_t local_cache_bytes = 0;

@@ -136,5 +136,39 @@ TEST(FixedWindow, InvariantsHoldOnRandomSequences) {
       Algorithm::kFixedWindow, &DecideFixedWindow, /*seed=*/0xF1);
 }
 
+// Verifies the reference's counting (DecideFixedWindowCounting): the envoyproxy/ratelimit
+// sequence of a limit of 3, where every hit is recorded, the counter stands past the limit, and a
+// 0-hit check is admitted at exactly the limit and denied past it.
+TEST(FixedWindowCounting, RecordsRejectedHitsAndDecidesOnTheCounterAfter) {
+  const Limit limit = PerSecond(3);
+  FixedWindowState state;
+  EXPECT_EQ(DecideFixedWindowCounting(limit, state, kT0, 2), Allowed(3, 1, kSec));
+  EXPECT_EQ(DecideFixedWindowCounting(limit, state, kT0, 0), Allowed(3, 1, kSec));
+  EXPECT_EQ(DecideFixedWindowCounting(limit, state, kT0, 1), Allowed(3, 0, kSec));
+  // At exactly the limit a 0-hit check passes (sluice's own counting denies it).
+  EXPECT_EQ(DecideFixedWindowCounting(limit, state, kT0, 0), Allowed(3, 0, kSec));
+  EXPECT_EQ(DecideFixedWindow(limit, state, kT0, 0), Allowed(3, 0, kSec));
+  EXPECT_EQ(DecideFixedWindowCounting(limit, state, kT0, 1), Denied(3, 0, kSec, kSec));
+  EXPECT_EQ(state.count, 4);
+  EXPECT_EQ(DecideFixedWindowCounting(limit, state, kT0, 0), Denied(3, 0, kSec, kSec));
+  EXPECT_EQ(state.count, 4);
+  // A cost that can never pass is recorded too.
+  EXPECT_EQ(DecideFixedWindowCounting(limit, state, kT0, 5).retry_after, Decision::kNever);
+  EXPECT_EQ(state.count, 9);
+  // The next window starts from 0.
+  EXPECT_EQ(DecideFixedWindowCounting(limit, state, kT0 + kSec, 1), Allowed(3, 2, kSec));
+  EXPECT_EQ(state.count, 1);
+}
+
+// Verifies that the recorded count stops at kFixedWindowCountCap, far above any limit.
+TEST(FixedWindowCounting, CountStopsAtTheCap) {
+  const Limit limit = MakeLimit(Algorithm::kFixedWindow, kMaxLimit, 1000);
+  FixedWindowState state{.window_start_us = kT0, .count = kFixedWindowCountCap - 1};
+  EXPECT_FALSE(DecideFixedWindowCounting(limit, state, kT0, kMaxCost).allowed);
+  EXPECT_EQ(state.count, kFixedWindowCountCap);
+  EXPECT_FALSE(DecideFixedWindowCounting(limit, state, kT0, 1).allowed);
+  EXPECT_EQ(state.count, kFixedWindowCountCap);
+}
+
 }  // namespace
 }  // namespace sluice::algorithm

@@ -148,6 +148,25 @@ TEST(Store, CheckAllRejectsInvalidInputWithoutCallingStore) {
   EXPECT_THAT(MessageOf(api.CheckAll(bad_cost).status()), HasSubstr("checks[0].cost"));
 }
 
+// Verifies that counting rejected hits is refused beside another check and on algorithms other
+// than the fixed window.
+TEST(Store, CheckAllRefusesCountingRejectedHitsOutsideASingleFixedWindow) {
+  StrictMock<MockStore> store;
+  Store& api = store;
+  Limit window = ValidLimit();
+  window.algorithm = Algorithm::kFixedWindow;
+  const std::vector<LimitCheck> two = {
+      {.key = "a", .limit = window, .cost = 1},
+      {.key = "b", .limit = window, .cost = 1, .count_rejected = true}};
+  EXPECT_THAT(
+      MessageOf(api.CheckAll(two).status()),
+      HasSubstr("checks[1].count_rejected: a check counting rejected hits must be the only"));
+  const std::vector<LimitCheck> other = {
+      {.key = "a", .limit = ValidLimit(), .cost = 1, .count_rejected = true}};
+  EXPECT_THAT(MessageOf(api.CheckAll(other).status()),
+              HasSubstr("only a fixed_window limit counts rejected hits"));
+}
+
 TEST(Store, CheckAllForwardsValidInput) {
   StrictMock<MockStore> store;
   Store& api = store;

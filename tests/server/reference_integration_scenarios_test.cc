@@ -39,9 +39,10 @@ enum class Transport { kGrpc, kJson };
 
 class ReferenceIntegrationScenarios
     : public ReferenceScenarioBase,
-      public ::testing::WithParamInterface<std::tuple<StoreKind, Transport>> {
+      public ::testing::WithParamInterface<std::tuple<ScenarioParam, Transport>> {
  protected:
-  StoreKind store_kind() const override { return std::get<0>(GetParam()); }
+  StoreKind store_kind() const override { return std::get<0>(std::get<0>(GetParam())); }
+  Semantics semantics() const override { return std::get<1>(std::get<0>(GetParam())); }
 
   void TearDown() override {
     if (grpc_ != nullptr) grpc_->Stop();
@@ -127,8 +128,10 @@ class ReferenceIntegrationScenarios
     EXPECT_GE(s.duration_until_reset().seconds(), 0);
   }
 
-  // integration_test.go testBasicBaseConfig; see BasicConfig below.
-  void RunBasicConfig(bool local_cache);
+  // integration_test.go testBasicBaseConfig; see BasicConfig below. `stop`: the variant with
+  // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true (sluice's only behaviour outside exact-reference
+  // mode).
+  void RunBasicConfig(bool local_cache, bool stop = false);
 
   int HealthStatus(const std::string& service) {
     return testing::GrpcHealthStatus(channel_, service);
@@ -146,7 +149,7 @@ class ReferenceIntegrationScenarios
   SLUICE_REQUIRE_PEER_CONFIGS(var##_peer); \
   const fs::path var = var##_peer / "integration" / "config"
 
-void ReferenceIntegrationScenarios::RunBasicConfig(bool local_cache) {
+void ReferenceIntegrationScenarios::RunBasicConfig(bool local_cache, bool stop) {
   const std::string suffix = local_cache ? "_local" : "";
   const std::string key2 = "key2" + suffix;
   const std::string key3 = "key3" + suffix;
@@ -197,9 +200,11 @@ void ReferenceIntegrationScenarios::RunBasicConfig(bool local_cache) {
     EXPECT_EQ(r.overall_code(), over ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK);
     ASSERT_EQ(r.statuses_size(), 2);
     // Documented difference: the reference without STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT counts
-    // key2 on down (20 - (i + 1)); rejected requests consume nothing here.
+    // key2 on down (20 - (i + 1)); rejected requests consume nothing here. Exact-reference mode
+    // counts it down as the reference does, unless `stop`.
+    const bool key2_stops = over && (stop || !exact());
     ExpectStatus(r.statuses(0), RateLimitResponse::OK, 20, RateLimitResponse::RateLimit::MINUTE,
-                 over ? 10 : 20 - (i + 1));
+                 key2_stops ? 10 : 20 - (i + 1));
     ExpectStatus(r.statuses(1), over ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK, 10,
                  RateLimitResponse::RateLimit::HOUR, over ? 0 : 10 - (i + 1));
     EXPECT_EQ(stat(key2, "total_hits"), static_cast<uint64_t>(i + 26));
@@ -234,11 +239,27 @@ void ReferenceIntegrationScenarios::RunBasicConfig(bool local_cache) {
 // together: OVER_LIMIT from the 11th; the stats of both keys; the reset of another/key4 counts
 // down. Documented difference: from the 11th request on, key2 keeps 10 remaining, because rejected
 // requests consume nothing (the reference's ...WithstopCacheKeyIncrementWhenOverlimitConfig
-// variants expect exactly this).
+// variants expect exactly this). In exact-reference mode key2 counts on down, as the reference's
+// default variants expect.
 TEST_P(ReferenceIntegrationScenarios, BasicConfig) {
   REQUIRE_INTEGRATION_CONFIG(dir);
   Start(dir);
   RunBasicConfig(/*local_cache=*/false);
+}
+
+// Ports integration_test.go TestBasicConfig's ...WithstopCacheKeyIncrementWhenOverlimitConfig
+// variants (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true, with and without the local cache): from
+// the 11th request on key2 keeps 10 remaining. The option changes only exact-reference mode.
+TEST_P(ReferenceIntegrationScenarios, BasicConfigWithStopCacheKeyIncrementWhenOverlimit) {
+  REQUIRE_INTEGRATION_CONFIG(dir);
+  Start(dir, {.stop_increment_when_over_limit = true});
+  RunBasicConfig(/*local_cache=*/false, /*stop=*/true);
+}
+
+TEST_P(ReferenceIntegrationScenarios, BasicConfigWithLocalCacheAndStopCacheKeyIncrement) {
+  REQUIRE_INTEGRATION_CONFIG(dir);
+  Start(dir, {.stop_increment_when_over_limit = true, .over_limit_cache_entries = 1000});
+  RunBasicConfig(/*local_cache=*/true, /*stop=*/true);
 }
 
 // Ports integration_test.go TestBasicConfig's ...WithLocalCache variants (with and without the
@@ -457,8 +478,9 @@ TEST(ReferenceSluicedScenarios, GrpcHealthFollowsRedisAndSigterm) {
   fs::remove_all(dir);
 }
 
-std::string ScenarioName(const ::testing::TestParamInfo<std::tuple<StoreKind, Transport>>& info) {
-  return StoreKindName(std::get<0>(info.param)) +
+std::string ScenarioName(
+    const ::testing::TestParamInfo<std::tuple<ScenarioParam, Transport>>& info) {
+  return ScenarioParamName(std::get<0>(info.param)) +
          (std::get<1>(info.param) == Transport::kGrpc ? "Grpc" : "Json");
 }
 

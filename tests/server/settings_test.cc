@@ -261,6 +261,53 @@ TEST(Settings, RefusesWhatItCannotHonourByName) {
   }
 }
 
+// Verifies the exact-reference switch: off by default, on through the variable (or the flag, which
+// wins), and STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT honoured with the reference's meaning under it
+// (false or unset counts rejected hits) while false stays refused without it.
+TEST(Settings, ReferenceSemanticsHonourStopCacheKeyIncrementWhenOverlimit) {
+  absl::StatusOr<ServerSettings> s = Apply(kRedisTcp);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE(s->reference_semantics);
+
+  auto with = [](std::map<std::string, std::string> vars) {
+    vars.insert(kRedisTcp.begin(), kRedisTcp.end());
+    return vars;
+  };
+  s = Apply(with({{"SLUICE_REFERENCE_SEMANTICS", "true"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->reference_semantics);
+  EXPECT_FALSE(s->stop_increment_when_over_limit);
+
+  s = Apply(with({{"SLUICE_REFERENCE_SEMANTICS", "true"},
+                  {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "false"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE(s->stop_increment_when_over_limit);
+
+  s = Apply(with(
+      {{"SLUICE_REFERENCE_SEMANTICS", "1"}, {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->reference_semantics);
+  EXPECT_TRUE(s->stop_increment_when_over_limit);
+
+  // The flag wins over the variable.
+  ServerSettings flagged;
+  flagged.reference_semantics = true;
+  s = Apply(with({{"SLUICE_REFERENCE_SEMANTICS", "false"},
+                  {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "false"}}),
+            {"--reference-semantics"}, flagged);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->reference_semantics);
+
+  s = Apply(with({{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "false"}}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()),
+              HasSubstr("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: sluiced never counts"));
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("--reference-semantics"));
+  s = Apply(with({{"SLUICE_REFERENCE_SEMANTICS", "maybe"}}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("SLUICE_REFERENCE_SEMANTICS:"));
+}
+
 TEST(Settings, TheReferencesUnixSocketDefaultIsRefusedUnlessAStoreIsGiven) {
   absl::StatusOr<ServerSettings> s = Apply({});
   ASSERT_FALSE(s.ok());

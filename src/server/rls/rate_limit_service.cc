@@ -53,13 +53,15 @@ std::shared_ptr<const RateLimitConfig> RateLimitService::config() const {
 void RateLimitService::Decide(const RlsRequest& request, DecideCallback done) {
   const auto started = clock_.Now();
   std::shared_ptr<const RateLimitConfig> config = this->config();
-  absl::StatusOr<Plan> plan =
-      MakePlan(request, config.get(),
-               PlanOptions{.global_quota_mode = options_.global_quota_mode,
-                           .descriptor_metadata = options_.response_dynamic_metadata,
-                           .max_descriptors = options_.max_descriptors,
-                           .max_entries_per_descriptor = options_.max_entries_per_descriptor,
-                           .max_value_bytes = options_.max_value_bytes});
+  absl::StatusOr<Plan> plan = MakePlan(
+      request, config.get(),
+      PlanOptions{.global_quota_mode = options_.global_quota_mode,
+                  .descriptor_metadata = options_.response_dynamic_metadata,
+                  .reference_semantics = options_.reference_semantics,
+                  .stop_increment_when_over_limit = options_.stop_increment_when_over_limit,
+                  .max_descriptors = options_.max_descriptors,
+                  .max_entries_per_descriptor = options_.max_entries_per_descriptor,
+                  .max_value_bytes = options_.max_value_bytes});
   if (!plan.ok()) {
     observer_.OnInvalidRequest();
     std::move(done)(plan.status());
@@ -86,6 +88,7 @@ void RateLimitService::Decide(const RlsRequest& request, DecideCallback done) {
                             EvaluateOptions{.near_limit_ratio = options_.near_limit_ratio,
                                             .global_shadow_mode = options_.global_shadow_mode,
                                             .response_headers = options_.response_headers,
+                                            .retry_after_header = !options_.reference_semantics,
                                             .header_names = options_.header_names});
     if (!shared->request_metadata_json.empty()) {
       e.response.dynamic_metadata_json = DynamicMetadataJson(*shared, e.response);

@@ -5,7 +5,9 @@
 // enforced limit of every descriptor in ONE all-or-nothing call, so a request rejected by one limit
 // consumes none of the others (the reference increments the others); Evaluate() (rls_evaluate.h)
 // turns the decisions into the response and the reference's stats, which go to an RlsObserver
-// (rls_observer.h). The service knows no protobuf: the gRPC and /json edges convert
+// (rls_observer.h). In exact-reference mode (RateLimitServiceOptions::reference_semantics) the
+// executor decides as the reference does instead: each limit on its own, fixed windows counting
+// rejected hits. The service knows no protobuf: the gRPC and /json edges convert
 // (ShouldRateLimit() in src/server/grpc/rls_proto.h).
 //
 // Example:
@@ -62,6 +64,15 @@ struct RateLimitServiceOptions {
   // Return the request and the passed descriptors' config `metadata` in the response's
   // dynamic_metadata (RESPONSE_DYNAMIC_METADATA; rls_metadata.h). Default: off.
   bool response_dynamic_metadata = false;
+  // Exact-reference mode (--reference-semantics, SLUICE_REFERENCE_SEMANTICS; docs/compatibility.md
+  // "Exact-reference mode"): decide as envoyproxy/ratelimit does, fixed windows counting rejected
+  // hits each on its own, a 0-hit check OK while the counter is at most the limit, and no
+  // Retry-After. Default: off (sluice's all-or-nothing semantics).
+  bool reference_semantics = false;
+  // With reference_semantics: the reference's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true (only
+  // the limits a request takes past their limit are incremented when one does). Ignored without.
+  // Default: off, the reference's default.
+  bool stop_increment_when_over_limit = false;
   // Request bounds; larger requests are INVALID_ARGUMENT.
   size_t max_descriptors = 64;
   size_t max_entries_per_descriptor = 32;

@@ -28,7 +28,9 @@ RuleStats StatsFor(const PlannedLimit& l, const LimitResult& r, bool over, float
       static_cast<uint64_t>(std::clamp<int64_t>(d.remaining, 0, static_cast<int64_t>(threshold)));
   uint64_t before = 0;
   uint64_t after = 0;
-  if (r.counted) {
+  // A denial reports the counter it found, also when it counted the hits (a fixed window counting
+  // rejected hits); an admission the counter after its hits.
+  if ((r.counted || r.stats_as_counted) && d.allowed) {
     after = threshold - remaining;
     before = after >= hits ? after - hits : 0;
   } else {
@@ -146,9 +148,10 @@ Evaluation Evaluate(const Plan& plan, const std::vector<LimitResult>& results,
     e.global_shadow_applied = true;
   }
   if (options.response_headers && closest != nullptr) {
+    const bool add_retry_after =
+        options.retry_after_header && response.overall_code == RlsCode::kOverLimit;
     response.headers =
-        ResponseHeaders(options.header_names, *closest,
-                        response.overall_code == RlsCode::kOverLimit ? retry_after : 0);
+        ResponseHeaders(options.header_names, *closest, add_retry_after ? retry_after : 0);
   }
   return e;
 }

@@ -41,6 +41,9 @@ struct EvaluateOptions {
   bool global_shadow_mode = false;
   // Add the RateLimit-* headers (and Retry-After when over). Default: off.
   bool response_headers = false;
+  // With response_headers: also Retry-After when over, sluice's addition (off in exact-reference
+  // mode, as the reference sends none). Default: on.
+  bool retry_after_header = true;
   RlsHeaderNames header_names{};
 };
 

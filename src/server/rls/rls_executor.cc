@@ -68,6 +68,10 @@ void PlanExecutor::StartRoundOne(const std::shared_ptr<Run>& run) {
     const LimitResult& r = run->results[i];
     if (l.Enforced() && r.decision.has_value() && IsOver(l, *r.decision)) run->known_over = true;
   }
+  if (run->plan->reference_semantics) {
+    StartReferenceRoundOne(run);
+    return;
+  }
   std::vector<size_t> shadow;
   std::vector<size_t> quota;
   std::vector<size_t> zero_hit;
@@ -119,6 +123,10 @@ void PlanExecutor::StartRoundTwo(const std::shared_ptr<Run>& run) {
     Complete(run);
     return;
   }
+  if (run->plan->reference_semantics) {
+    StartReferenceRoundTwo(run);
+    return;
+  }
   const Plan& plan = *run->plan;
   bool over = run->known_over || AllQuotaDescriptorsOver(plan, run->results);
   for (size_t i : run->gated) over = over || IsOver(plan.limits[i], *run->results[i].decision);
@@ -161,6 +169,86 @@ void PlanExecutor::CheckTogether(const std::shared_ptr<Run>& run, std::vector<si
         }
         Release(run);
       });
+}
+
+void PlanExecutor::StartReferenceRoundOne(const std::shared_ptr<Run>& run) {
+  const Plan& plan = *run->plan;
+  std::vector<size_t> alone;
+  std::vector<size_t> peeks;
+  for (size_t i = 0; i < plan.limits.size(); ++i) {
+    if (run->results[i].decision.has_value()) continue;
+    // The reference's GET before its INCRBYs, for the fixed windows it would stop.
+    const bool peek = plan.stop_increment_when_over_limit && plan.limits[i].count_rejected;
+    (peek ? peeks : alone).push_back(i);
+  }
+  run->pending.store(1 + static_cast<int>(alone.size() + peeks.size()));
+  for (size_t i : alone) CheckAlone(run, i, /*peek=*/false);
+  for (size_t i : peeks) CheckAlone(run, i, /*peek=*/true);
+  Release(run);
+}
+
+void PlanExecutor::StartReferenceRoundTwo(const std::shared_ptr<Run>& run) {
+  const Plan& plan = *run->plan;
+  if (!plan.stop_increment_when_over_limit) {
+    Complete(run);
+    return;
+  }
+  // Which peeked fixed windows these hits would take past their limit; a `requests_per_unit: 0`
+  // limit is past it already (the reference counts it in Redis like any other).
+  std::vector<bool> would_pass(plan.limits.size(), false);
+  bool any = false;
+  for (size_t i = 0; i < plan.limits.size(); ++i) {
+    const PlannedLimit& l = plan.limits[i];
+    const LimitResult& r = run->results[i];
+    if (!r.decision.has_value()) continue;
+    if (!l.limit.has_value()) {
+      any = true;
+    } else if (r.peeked) {
+      would_pass[i] = !r.decision->allowed || r.decision->remaining < l.hits;
+      any = any || would_pass[i];
+    }
+  }
+  std::vector<size_t> counted;
+  for (size_t i = 0; i < plan.limits.size(); ++i) {
+    if (!run->results[i].peeked) continue;
+    if (!any || would_pass[i]) {
+      counted.push_back(i);
+    } else {
+      // Not incremented: the reference reads the counter as it stands as the counter after.
+      run->results[i].stats_as_counted = true;
+    }
+  }
+  if (counted.empty()) {
+    Complete(run);
+    return;
+  }
+  run->pending.store(1 + static_cast<int>(counted.size()));
+  for (size_t i : counted) CheckAlone(run, i, /*peek=*/false);
+  Release(run);
+}
+
+void PlanExecutor::CheckAlone(const std::shared_ptr<Run>& run, size_t i, bool peek) {
+  const PlannedLimit& l = run->plan->limits[i];
+  std::vector<LimitCheck>& checks = run->checks.emplace_back();
+  checks.push_back({.key = l.key,
+                    .limit = *l.limit,
+                    .cost = peek ? 0 : l.hits,
+                    .count_rejected = l.count_rejected});
+  store_.CheckAllAsync(checks, [this, run, i, peek](absl::StatusOr<MultiDecision> m) {
+    if (m.ok() && m->decisions.size() == 1) {
+      LimitResult& r = run->results[i];
+      const PlannedLimit& l = run->plan->limits[i];
+      r.decision = m->decisions[0];
+      r.from_cache = r.decision->answered_locally;
+      // A check counting rejected hits records them also when denied (not when the over-limit
+      // cache answered: the reference does not increment a key its local cache holds).
+      r.counted = !peek && !r.from_cache && (r.decision->allowed || l.count_rejected);
+      r.peeked = peek;
+    } else {
+      run->Fail(m.ok() ? absl::InternalError("store answered no decision") : m.status());
+    }
+    Release(run);
+  });
 }
 
 void PlanExecutor::Release(const std::shared_ptr<Run>& run) {

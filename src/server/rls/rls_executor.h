@@ -9,6 +9,14 @@
 // known to be over: a `requests_per_unit: 0` limit, an exhausted 0-hit
 // check, or every quota-mode descriptor over.
 //
+// In exact-reference mode (Plan::reference_semantics) the rounds are envoyproxy/ratelimit's
+// DoLimit instead (src/redis/fixed_cache_impl.go): every limit is its own store call, the fixed
+// windows counting rejected hits (LimitCheck::count_rejected), in one round. With
+// stop_increment_when_over_limit, round 1 peeks at every fixed window (the reference's GET) and
+// decides the other limits; round 2 then counts every fixed window when none would go past its
+// limit, else only those that would (the reference increments those), the others keeping their
+// peek. Limits of sluice's other algorithms keep sluice's counting, each on its own.
+//
 // Each store answer writes only its own limits' results; a counter of outstanding calls (acquire
 // and release) orders those writes before the round that reads them, so answers may arrive on any
 // thread in any order. The callback runs inline when no store call is needed or the store answers
@@ -64,6 +72,12 @@ class PlanExecutor {
   void Complete(const std::shared_ptr<Run>& run);
   // Decides `indexes` (limits of run->plan) with `costs` in one all-or-nothing call.
   void CheckTogether(const std::shared_ptr<Run>& run, std::vector<size_t> indexes, bool peek);
+  // Exact-reference mode's two rounds.
+  void StartReferenceRoundOne(const std::shared_ptr<Run>& run);
+  void StartReferenceRoundTwo(const std::shared_ptr<Run>& run);
+  // Decides limit `i` on its own, with its hits or (`peek`) 0, counting rejected hits when the
+  // plan says so. A peek's result is marked peeked and not counted.
+  void CheckAlone(const std::shared_ptr<Run>& run, size_t i, bool peek);
 
   Store& store_;
   Clock& clock_;

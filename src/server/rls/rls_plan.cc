@@ -89,6 +89,8 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
   plan.unlimited.assign(request.descriptors.size(), false);
   plan.domain_known = config != nullptr && config->HasDomain(request.domain);
   plan.global_quota = options.global_quota_mode;
+  plan.reference_semantics = options.reference_semantics;
+  plan.stop_increment_when_over_limit = options.stop_increment_when_over_limit;
   // The reference looks the domain up before anything else: an unknown one matches nothing.
   if (!plan.domain_known) return plan;
   if (options.descriptor_metadata) plan.metadata_json.resize(request.descriptors.size());
@@ -127,6 +129,12 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
       plan.limits.push_back(std::move(planned));
     }
   }
+  if (options.reference_semantics) {
+    // The reference's limits are all fixed windows; sluice's other algorithms keep their counting.
+    for (PlannedLimit& l : plan.limits) {
+      l.count_rejected = l.limit.has_value() && l.limit->algorithm == Algorithm::kFixedWindow;
+    }
+  }
   if (!replaced.empty()) {
     // `replaced` views the config's names; erase before the config can go.
     std::erase_if(plan.limits, [&](const PlannedLimit& l) {
@@ -144,6 +152,7 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
 }
 
 bool IsOver(const PlannedLimit& limit, const Decision& decision) {
+  if (limit.count_rejected) return !decision.allowed;
   return !decision.allowed || (limit.hits == 0 && decision.remaining <= 0);
 }
 

@@ -56,6 +56,9 @@ struct PlannedLimit {
   bool shadow = false;
   // From a `quota_mode` rule: over on its own, it makes its descriptor over but not the request.
   bool quota = false;
+  // Exact-reference mode, a fixed window: decided on its own, counting rejected hits
+  // (LimitCheck::count_rejected), over when its counter passes the limit.
+  bool count_rejected = false;
 
   // True for a limit that is neither shadow nor quota mode: it alone can deny the request.
   bool Enforced() const { return !shadow && !quota; }
@@ -79,6 +82,10 @@ struct Plan {
   // The request part of the dynamic metadata (RequestMetadataJson(), rls_metadata.h), which the
   // service sets when it returns dynamic metadata; else empty.
   std::string request_metadata_json{};
+  // Exact-reference mode (PlanOptions): PlanExecutor decides as envoyproxy/ratelimit's DoLimit.
+  bool reference_semantics = false;
+  // With reference_semantics, the reference's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true.
+  bool stop_increment_when_over_limit = false;
 
   size_t descriptor_count() const { return unlimited.size(); }
 };
@@ -89,6 +96,12 @@ struct PlanOptions {
   bool global_quota_mode = false;
   // Fill Plan::metadata_json (RESPONSE_DYNAMIC_METADATA). Default: off.
   bool descriptor_metadata = false;
+  // Exact-reference mode (docs/compatibility.md, "Exact-reference mode"): fixed windows count
+  // rejected hits, each limit decided on its own. Default: off.
+  bool reference_semantics = false;
+  // With reference_semantics: the reference's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true, only
+  // the limits a request takes past their limit are incremented when one does. Default: off.
+  bool stop_increment_when_over_limit = false;
   // Request bounds; larger requests are InvalidArgument.
   size_t max_descriptors = 64;
   size_t max_entries_per_descriptor = 32;
@@ -113,12 +126,17 @@ struct LimitResult {
   // True when the limit was only peeked at, because the request was already rejected; its decision
   // then says whether its own hits would have fit (see PlanExecutor).
   bool peeked = false;
+  // Exact-reference mode with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: a limit the reference did
+  // not increment because another went over. Its stats read the counter as the counter after the
+  // hits, as the reference's do.
+  bool stats_as_counted = false;
 };
 
 // IsOver()
 //
 // Returns whether `decision` puts `limit` over: denied, or a 0-hit check (which the store always
-// passes, recording nothing) that finds nothing remaining.
+// passes, recording nothing) that finds nothing remaining. A limit counting rejected hits is over
+// only when denied: a 0-hit check passes while the counter is at most the limit (the reference's).
 bool IsOver(const PlannedLimit& limit, const Decision& decision);
 
 // AllQuotaDescriptorsOver()

@@ -45,6 +45,12 @@ bool IsWindow(Algorithm algorithm) {
   return algorithm == Algorithm::kFixedWindow || algorithm == Algorithm::kSlidingWindow;
 }
 
+// True when a check counts rejected hits (LimitCheck::count_rejected).
+bool CountsRejected(std::span<const LimitCheck> checks) {
+  return std::any_of(checks.begin(), checks.end(),
+                     [](const LimitCheck& c) { return c.count_rejected; });
+}
+
 bool HasRepeatedKey(std::span<const LimitCheck> checks) {
   for (size_t i = 1; i < checks.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
@@ -341,7 +347,9 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
 }
 
 void LeaseStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) {
-  if (HasRepeatedKey(checks)) {
+  // A check counting rejected hits records even when denied, which a lease cannot promise: it
+  // takes the exact path.
+  if (HasRepeatedKey(checks) || CountsRejected(checks)) {
     exact_calls_.fetch_add(1, std::memory_order_relaxed);
     DecideOn(inner(), checks, std::move(done));
     return;
@@ -383,7 +391,7 @@ void LeaseStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCallbac
 }
 
 std::optional<MultiDecision> LeaseStore::DecideLocally(std::span<const LimitCheck> checks) {
-  if (HasRepeatedKey(checks)) return std::nullopt;
+  if (HasRepeatedKey(checks) || CountsRejected(checks)) return std::nullopt;
   return Pass(checks, /*plan_call=*/false).answer;
 }
 

@@ -26,11 +26,12 @@ EntryState CopyState(const Slot& slot) {
   return state;
 }
 
-Decision DecideOnState(const Limit& limit, EntryState& state, int64_t now_us, int64_t cost) {
+Decision DecideOnState(const Limit& limit, EntryState& state, int64_t now_us, int64_t cost,
+                       bool count_rejected) {
   if (limit.algorithm == Algorithm::kSlidingLog) {
     return algorithm::DecideSlidingLog(limit, *state.log, now_us, cost);
   }
-  return DecideOnWords(limit, state.word0, state.word1, now_us, cost);
+  return DecideOnWords(limit, state.word0, state.word1, now_us, cost, count_rejected);
 }
 
 void StoreState(Slot& slot, EntryState state, int64_t expiry_us) {

@@ -47,13 +47,16 @@ EntryState CopyState(const Slot& slot);
 //
 // Decides on a two-word state, unpacking it into the algorithm's struct and packing it back. The
 // algorithms leave the struct untouched unless they record, so writing back is always safe.
-// REQUIRES: limit.algorithm != kSlidingLog.
+// `count_rejected` (LimitCheck::count_rejected) picks DecideFixedWindowCounting().
+// REQUIRES: limit.algorithm != kSlidingLog; count_rejected only for a fixed window.
 inline Decision DecideOnWords(const Limit& limit, int64_t& word0, int64_t& word1, int64_t now_us,
-                              int64_t cost) {
+                              int64_t cost, bool count_rejected = false) {
   switch (limit.algorithm) {
     case Algorithm::kFixedWindow: {
       algorithm::FixedWindowState s{.window_start_us = word0, .count = word1};
-      const Decision d = algorithm::DecideFixedWindow(limit, s, now_us, cost);
+      const Decision d = count_rejected
+                             ? algorithm::DecideFixedWindowCounting(limit, s, now_us, cost)
+                             : algorithm::DecideFixedWindow(limit, s, now_us, cost);
       word0 = s.window_start_us;
       word1 = s.count;
       return d;
@@ -94,17 +97,27 @@ inline Decision DecideOnWords(const Limit& limit, int64_t& word0, int64_t& word1
 // Decides `cost` units of `limit` on the state stored in `slot`, updating it in place when the
 // request is recorded. REQUIRES: SlotAlgorithm(slot) == limit.algorithm. Inline, with
 // DecideOnWords(), because it is on every check's path.
-inline Decision DecideOnSlot(const Limit& limit, Slot& slot, int64_t now_us, int64_t cost) {
+inline Decision DecideOnSlot(const Limit& limit, Slot& slot, int64_t now_us, int64_t cost,
+                             bool count_rejected = false) {
   if (limit.algorithm == Algorithm::kSlidingLog) {
     return algorithm::DecideSlidingLog(limit, *SlotLog(slot), now_us, cost);
   }
-  return DecideOnWords(limit, slot.state0, slot.state1, now_us, cost);
+  return DecideOnWords(limit, slot.state0, slot.state1, now_us, cost, count_rejected);
+}
+
+// Records()
+//
+// Returns whether a check of `cost` decided as `decision` wrote its state: a cost > 0 admitted, or
+// any cost > 0 when it counts rejected hits.
+inline bool Records(const Decision& decision, int64_t cost, bool count_rejected) {
+  return cost > 0 && (decision.allowed || count_rejected);
 }
 
 // DecideOnState()
 //
 // As DecideOnSlot(), on a detached state. REQUIRES: state.algorithm == limit.algorithm.
-Decision DecideOnState(const Limit& limit, EntryState& state, int64_t now_us, int64_t cost);
+Decision DecideOnState(const Limit& limit, EntryState& state, int64_t now_us, int64_t cost,
+                       bool count_rejected = false);
 
 // StoreState()
 //

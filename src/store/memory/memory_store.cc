@@ -122,7 +122,7 @@ class MemoryStoreImpl final : public MemoryStore {
       std::move(done)(DecideMany(checks));
       return;
     }
-    absl::StatusOr<Decision> one = DecideOne(checks[0].key, checks[0].limit, checks[0].cost);
+    absl::StatusOr<Decision> one = DecideOne(checks[0]);
     if (!one.ok()) {
       std::move(done)(one.status());
       return;
@@ -152,7 +152,7 @@ class MemoryStoreImpl final : public MemoryStore {
   Shard& ShardFor(uint64_t hash) const { return *shards_[hash & shard_mask_]; }
 
   // Decide() of one check, and of several. REQUIRES: validated checks.
-  absl::StatusOr<Decision> DecideOne(std::string_view key, const Limit& limit, int64_t cost);
+  absl::StatusOr<Decision> DecideOne(const LimitCheck& check);
   absl::StatusOr<MultiDecision> DecideMany(std::span<const LimitCheck> checks);
 
   // Groups `checks` by distinct key into `keys`; key_of[i] is the index of checks[i]'s key.
@@ -172,27 +172,31 @@ class MemoryStoreImpl final : public MemoryStore {
   std::vector<std::unique_ptr<Shard>> shards_;
 };
 
-absl::StatusOr<Decision> MemoryStoreImpl::DecideOne(std::string_view key, const Limit& limit,
-                                                    int64_t cost) {
+absl::StatusOr<Decision> MemoryStoreImpl::DecideOne(const LimitCheck& check) {
+  const Limit& limit = check.limit;
+  const int64_t cost = check.cost;
   const int64_t now_us = NowUs();
   if (static_cast<uint64_t>(now_us) >= kMaxNowUs) return ClockOutOfRange(now_us);
-  const KeyProbe probe = internal::MakeKeyProbe(key, seed_);
+  const KeyProbe probe = internal::MakeKeyProbe(check.key, seed_);
   Shard& shard = ShardFor(probe.hash);
   internal::ShardLock lock(&shard.mu);
   shard.MaybeSweep(now_us);
   Slot* slot = shard.FindLive(probe, now_us);
   if (slot != nullptr && internal::SlotAlgorithm(*slot) == limit.algorithm) {
-    const Decision decision = internal::DecideOnSlot(limit, *slot, now_us, cost);
-    if (decision.allowed && cost > 0) {
+    const Decision decision =
+        internal::DecideOnSlot(limit, *slot, now_us, cost, check.count_rejected);
+    if (internal::Records(decision, cost, check.count_rejected)) {
       internal::SetMeta(*slot, limit.algorithm, now_us + decision.reset_after.count());
     }
     return decision;
   }
   // No state under this algorithm. Decide on a fresh one and store it only if the check records:
-  // a peek or a denial leaves a key that another algorithm uses untouched.
+  // a peek or a denial (unless it counts rejected hits) leaves a key that another algorithm uses
+  // untouched.
   EntryState fresh = internal::FreshState(limit.algorithm);
-  const Decision decision = internal::DecideOnState(limit, fresh, now_us, cost);
-  if (!decision.allowed || cost == 0) return decision;
+  const Decision decision =
+      internal::DecideOnState(limit, fresh, now_us, cost, check.count_rejected);
+  if (!internal::Records(decision, cost, check.count_rejected)) return decision;
   if (slot == nullptr) {
     slot = shard.Insert(probe, now_us, {});
     if (slot == nullptr) return shard.DenyForRoom(limit);

@@ -4,7 +4,10 @@
 // same request cannot pass for `retry_after` whatever other instances do, so the answer is exact.
 // The store's own denials fill the cache. In a multi-limit check with a cached denial, the other
 // checks are only peeked at (cost 0), so the request records nothing anywhere, as an all-or-nothing
-// denial must; each of them reports allowed when its own cost would have fit.
+// denial must; each of them reports allowed when its own cost would have fit. A check counting
+// rejected hits (LimitCheck::count_rejected, always alone) is answered from the cache the same way
+// and then records nothing, as envoyproxy/ratelimit does not increment a key its local cache
+// holds; its store denials fill the cache like any other.
 //
 // Decisions answered from the cache carry Decision::answered_locally. Off by default in sluiced
 // (LOCAL_CACHE_SIZE_IN_BYTES, docs/sluiced.md).

@@ -145,9 +145,12 @@ LuaScript MakeLibraryScript(std::string name, std::string_view text, const LuaLi
 // AppendCheckArguments()
 //
 // Appends the ARGV entry of one check to `argv`: kCheckArgumentBytes, little-endian: the
-// algorithm (u8, its enum value), limit (u32), period in microseconds (u64), Capacity() (u32) and
-// cost (u64). REQUIRES: ValidateLimit(limit) and ValidateCost(cost) are OK.
-void AppendCheckArguments(const Limit& limit, int64_t cost, std::vector<std::string>& argv);
+// algorithm (u8, its enum value, plus 0x80 with `count_rejected`: common.lua's kCountRejected),
+// limit (u32), period in microseconds (u64), Capacity() (u32) and cost (u64).
+// REQUIRES: ValidateLimit(limit) and ValidateCost(cost) are OK; count_rejected only for a fixed
+// window (the scripts refuse it otherwise).
+void AppendCheckArguments(const Limit& limit, int64_t cost, std::vector<std::string>& argv,
+                          bool count_rejected = false);
 
 // EncodeCheckArgument()
 //

@@ -69,6 +69,13 @@ absl::StatusOr<std::vector<std::string>> DistinctRedisKeys(std::span<const Limit
 
 absl::Status ValidateLease(std::span<const LimitCheck> checks, std::span<const LeaseWant> wants) {
   if (absl::Status s = ValidateChecks(checks); !s.ok()) return s;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    // LeaseStore sends such checks on the exact path.
+    if (checks[i].count_rejected) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checks[", i, "].count_rejected: a check counting rejected hits takes no lease"));
+    }
+  }
   if (checks.size() > static_cast<size_t>(kMaxChecksPerScript)) {
     return absl::InvalidArgumentError(
         absl::StrCat("checks: at most ", kMaxChecksPerScript, " per call, got ", checks.size()));

@@ -159,10 +159,11 @@ class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
   }
 
   // Runs one check's script on `redis_key`.
-  void RunCheck(std::string redis_key, const Limit& limit, int64_t cost, DecisionCallback done) {
+  void RunCheck(std::string redis_key, const Limit& limit, int64_t cost, bool count_rejected,
+                DecisionCallback done) {
     std::vector<std::string> args;
     args.reserve(kArgsPerCheck);
-    AppendCheckArguments(limit, cost, args);
+    AppendCheckArguments(limit, cost, args, count_rejected);
     const std::vector<std::string> keys = {redis_key};
     // Each algorithm has its own script, so Redis runs only this algorithm's code.
     runner_.Run(CheckScript(limit.algorithm), keys, args,
@@ -214,7 +215,7 @@ class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
     const auto index = [indices](size_t j) { return indices.empty() ? j : indices[j]; };
     if (n == 1) {
       const size_t i = index(0);
-      RunCheck(std::move(redis_keys[i]), checks[i].limit, checks[i].cost,
+      RunCheck(std::move(redis_keys[i]), checks[i].limit, checks[i].cost, checks[i].count_rejected,
                OneDecision(std::move(done)));
       return;
     }
@@ -225,7 +226,7 @@ class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
     for (size_t j = 0; j < n; ++j) {
       const size_t i = index(j);
       group_keys.push_back(std::move(redis_keys[i]));
-      AppendCheckArguments(checks[i].limit, checks[i].cost, args);
+      AppendCheckArguments(checks[i].limit, checks[i].cost, args, checks[i].count_rejected);
     }
     RunCheckAll(std::move(group_keys), args, std::move(done));
   }

@@ -72,6 +72,8 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 0}
   - key: five_minutes
     rate_limit: {unit: minute, unit_multiplier: 5, requests_per_unit: 2}
+  - key: sliding
+    rate_limit: {unit: minute, requests_per_unit: 2, algorithm: sliding_window}
 )yaml";
 
 class RateLimitServiceTest : public ::testing::Test {
@@ -135,6 +137,97 @@ TEST_F(RateLimitServiceTest, AdmitsUpToTheLimitThenOverLimit) {
   EXPECT_EQ(r->statuses(0).limit_remaining(), 0u);
   // The window is aligned to the minute: 1'700'000'000 s is 20 s into one.
   EXPECT_EQ(r->statuses(0).duration_until_reset().seconds(), 40);
+}
+
+// Verifies exact-reference mode on a fixed window and a sliding window (sluice's extension) in one
+// request: the fixed window counts every hit, also of rejected requests, and a 0-hit check is OK
+// at exactly its limit; the sliding window keeps sluice's counting (a denial records nothing).
+TEST_F(RateLimitServiceTest, ExactReferenceModeCountsRejectedHitsOfFixedWindowsOnly) {
+  Build({.response_headers = true, .reference_semantics = true});
+  constexpr const char* kBoth =
+      R"pb(domain: "edge"
+           descriptors { entries { key: "remote_address" value: "10.0.0.9" } }
+           descriptors { entries { key: "sliding" value: "s" } })pb";
+  constexpr const char* kIpZeroHits =
+      R"pb(domain: "edge"
+           descriptors {
+             entries { key: "remote_address" value: "10.0.0.9" }
+             hits_addend { value: 0 }
+           })pb";
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<RateLimitResponse> r = Call(kBoth);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  }
+  absl::StatusOr<RateLimitResponse> r = Call(kBoth);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OK);  // 3 of 3: counted.
+  EXPECT_EQ(r->statuses(0).limit_remaining(), 0u);
+  EXPECT_EQ(r->statuses(1).code(), RateLimitResponse::OVER_LIMIT);
+  for (const auto& h : r->response_headers_to_add()) EXPECT_NE(h.key(), "Retry-After");
+  // At exactly the limit a 0-hit check is OK, as the reference answers.
+  r = Call(kIpZeroHits);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(r->statuses(0).limit_remaining(), 0u);
+  // The fixed window counts this rejected request's hit too (4 of 3); the sliding window recorded
+  // none of its denials.
+  r = Call(kBoth);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OVER_LIMIT);
+  r = Call(kIpZeroHits);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+  // Half way into the next minute the previous one weighs half: 2 admitted count 1, so 1 is left.
+  // (Had the sliding window recorded its two denials, 4 would count 2: nothing left.)
+  clock_.Advance(std::chrono::seconds(70));
+  r = Call(R"pb(domain: "edge"
+                descriptors {
+                  entries { key: "sliding" value: "s" }
+                  hits_addend { value: 0 }
+                })pb");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(r->statuses(0).limit_remaining(), 1u);
+}
+
+// Verifies exact-reference mode with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: a request that a
+// `requests_per_unit: 0` limit rejects leaves the other descriptors' counters untouched (the
+// reference's GET sees the blocked key go past its limit of 0), and one that goes past a limit
+// increments that limit only.
+TEST_F(RateLimitServiceTest, ExactReferenceModeWithStopIncrementsOnlyTheLimitsGoingOver) {
+  Build({.reference_semantics = true, .stop_increment_when_over_limit = true});
+  absl::StatusOr<RateLimitResponse> r =
+      Call(R"pb(domain: "edge"
+                descriptors { entries { key: "blocked" value: "x" } }
+                descriptors { entries { key: "remote_address" value: "10.0.0.7" } })pb");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(1).limit_remaining(), 3u);  // Not incremented.
+  constexpr const char* kTwo =
+      R"pb(domain: "edge"
+           descriptors {
+             entries { key: "remote_address" value: "10.0.0.7" }
+             hits_addend { value: 2 }
+           }
+           descriptors {
+             entries { key: "path" value: "/login" }
+             hits_addend { value: 2 }
+           })pb";
+  r = Call(kTwo);  // 2 of 3 and 2 of 2.
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  r = Call(kTwo);  // Both would go over: both are incremented (4 of 3, 4 of 2).
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+  r = Call(R"pb(domain: "edge"
+                descriptors {
+                  entries { key: "remote_address" value: "10.0.0.7" }
+                  hits_addend { value: 0 }
+                })pb");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
 }
 
 TEST_F(RateLimitServiceTest, EachValueOfAValuelessKeyHasItsOwnCounter) {

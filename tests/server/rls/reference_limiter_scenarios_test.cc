@@ -59,6 +59,8 @@ TEST_P(ReferenceLimiterScenarios, GetResponseStatusEmptyKey) {
 // Ports limiter/base_limiter_test.go TestGetResponseStatusOverLimit: counter 2 of 5, 5 hits: the
 // 2 hits past the limit are over_limit, the one between the near-limit threshold (4) and the limit
 // near_limit. Documented difference: the rejected hits are not recorded (the counter stays at 2).
+// In exact-reference mode they are, as the reference's INCRBY records them: the counter stands at
+// 7, so 3 more hits are all over.
 TEST_P(ReferenceLimiterScenarios, GetResponseStatusOverLimit) {
   EnsureWindowRoom(kHour);
   Build(kKeyValue);
@@ -73,7 +75,13 @@ TEST_P(ReferenceLimiterScenarios, GetResponseStatusOverLimit) {
   r = Call(Request("key", 3));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->statuses(0).limit_remaining(), 0u);
-  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  if (exact()) {
+    EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+    EXPECT_EQ(Stat("domain.key_value", "over_limit"), 5u);
+    EXPECT_EQ(Stat("domain.key_value", "near_limit"), 1u);
+  } else {
+    EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  }
 }
 
 // Ports limiter/base_limiter_test.go TestGetResponseStatusOverLimitShadowMode: the same in shadow
@@ -208,7 +216,9 @@ void PrintTo(const Stats& s, std::ostream* os) {
 // reference's mocked counters in (3) stand past their limits (11 and 13 of 10), which only its
 // counting of rejected hits produces; here they stop at 10 (documented difference: a rejected
 // request consumes nothing), with the same answer. Verifies, too, that a limit only peeked at (the
-// request was already rejected) is reported over when its own hits would not fit.
+// request was already rejected) is reported over when its own hits would not fit. In
+// exact-reference mode the counters are brought to the reference's 11 and 13 by counting rejected
+// hits, and a 0-hit check at exactly the limit is first seen OK, as the reference answers it.
 TEST_P(ReferenceLimiterScenarios, FixedCacheRedis) {
   EnsureWindowRoom(kHour);
   Build(kFixedCache);
@@ -263,7 +273,32 @@ TEST_P(ReferenceLimiterScenarios, FixedCacheRedis) {
                entries { key: "subkey3" value: "subvalue3" }
              })pb",
         1);
+  if (exact()) {
+    r = Call(R"pb(domain: "domain"
+                  descriptors {
+                    entries { key: "key3" value: "value3" }
+                    hits_addend { value: 0 }
+                  })pb");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+    ExpectStatus(r->statuses(0), RateLimitResponse::OK, 10, RateLimitResponse::RateLimit::HOUR, 0);
+    // Counted although rejected: 11 and 12, so that the next request finds 11 and makes 13.
+    r = Call(R"pb(domain: "domain"
+                  descriptors {
+                    entries { key: "key3" value: "value3" }
+                    hits_addend { value: 1 }
+                  }
+                  descriptors {
+                    entries { key: "key3" value: "value3" }
+                    entries { key: "subkey3" value: "subvalue3" }
+                    hits_addend { value: 2 }
+                  })pb");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+  }
   const uint64_t key3_hits = Stat("domain.key3_value3", "total_hits");
+  const uint64_t key3_over = Stat("domain.key3_value3", "over_limit");
+  const uint64_t subkey3_over = Stat("domain.key3_value3.subkey3_subvalue3", "over_limit");
   r = Call(kZeroHits);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
@@ -272,11 +307,11 @@ TEST_P(ReferenceLimiterScenarios, FixedCacheRedis) {
   ExpectStatus(r->statuses(1), RateLimitResponse::OVER_LIMIT, 10, RateLimitResponse::RateLimit::DAY,
                0);
   EXPECT_EQ(Stat("domain.key3_value3", "total_hits"), key3_hits);  // 0 hits add nothing.
-  EXPECT_EQ(Stat("domain.key3_value3", "over_limit"), 0u);
+  EXPECT_EQ(Stat("domain.key3_value3", "over_limit"), key3_over);
   if (store_kind() == StoreKind::kRedisPerSecond) {
     EXPECT_EQ(PerSecondKeys(), 1);
   }
-  EXPECT_EQ(Stat("domain.key3_value3.subkey3_subvalue3", "over_limit"), 1u);
+  EXPECT_EQ(Stat("domain.key3_value3.subkey3_subvalue3", "over_limit") - subkey3_over, 1u);
 }
 
 // Ports redis/fixed_cache_impl_test.go TestNearLimit: the near_limit arithmetic for single hits
@@ -334,10 +369,13 @@ TEST_P(ReferenceLimiterScenarios, NearLimit) {
 // second goes over, so neither is incremented and the first still has 2 left. Stats as the
 // reference's but one: the first descriptor's near_limit counts both of the third request's hits
 // (13 -> 15 against a threshold of 12: 3 in all), where the reference counts 1 (it takes the
-// counter it did not increment as the counter after the hits).
+// counter it did not increment as the counter after the hits). In exact-reference mode with
+// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true, the reference's numbers: its near_limit of 2 for
+// the first, and the second descriptor's rejected hits counted (15 of 14), as the reference
+// increments the key that goes over.
 TEST_P(ReferenceLimiterScenarios, OverLimitWithStopCacheKeyIncrementWhenOverlimitConfig) {
   EnsureWindowRoom(kHour);
-  Build(kFixedCache);
+  Build(kFixedCache, {.stop_increment_when_over_limit = true});
   auto pair = [](int hits) {
     return "domain: \"domain\" descriptors { entries { key: \"key4s\" value: \"value4\" } "
            "hits_addend { value: " +
@@ -371,18 +409,24 @@ TEST_P(ReferenceLimiterScenarios, OverLimitWithStopCacheKeyIncrementWhenOverlimi
                RateLimitResponse::RateLimit::HOUR, 0);
   EXPECT_EQ(Stat("domain.key4s_value4", "total_hits") - base4, 5u);
   EXPECT_EQ(Stat("domain.key4s_value4", "over_limit"), 0u);
-  EXPECT_EQ(Stat("domain.key4s_value4", "near_limit"), 3u);  // The reference: 2.
+  EXPECT_EQ(Stat("domain.key4s_value4", "near_limit"), exact() ? 2u : 3u);
   EXPECT_EQ(Stat("domain.key4s_value4", "within_limit") - base4, 5u);
   EXPECT_EQ(Stat("domain.key5s_value5", "total_hits") - base5, 5u);
   EXPECT_EQ(Stat("domain.key5s_value5", "over_limit"), 1u);
   EXPECT_EQ(Stat("domain.key5s_value5", "near_limit"), 3u);
   EXPECT_EQ(Stat("domain.key5s_value5", "within_limit") - base5, 3u);
 
-  // Nothing of the rejected request was recorded: 2 and 1 are still left.
+  // Nothing of the rejected request was recorded: 2 and 1 are still left. In exact-reference mode
+  // the descriptor that went over was incremented (15 of 14), the other was not.
   r = Call(pair(0));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->statuses(0).limit_remaining(), 2u);
-  EXPECT_EQ(r->statuses(1).limit_remaining(), 1u);
+  if (exact()) {
+    EXPECT_EQ(r->statuses(1).code(), RateLimitResponse::OVER_LIMIT);
+    EXPECT_EQ(r->statuses(1).limit_remaining(), 0u);
+  } else {
+    EXPECT_EQ(r->statuses(1).limit_remaining(), 1u);
+  }
 }
 
 // Ports redis/fixed_cache_impl_test.go TestOverLimitWithLocalCacheShadowRule: a shadow-mode rule

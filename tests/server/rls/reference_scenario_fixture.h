@@ -2,7 +2,10 @@
 // (reference_*_scenarios_test.cc). Each test runs on the memory store, on a ManualClock; on a real
 // Redis, whose windows follow Redis TIME; and on two real Redis servers, one for the limits of one
 // second (the reference's REDIS_PERSECOND). Every store sits behind a FaultyStore, so a scenario
-// can also make the store fail.
+// can also make the store fail. Each runs in both modes: sluice's semantics (the default, where a
+// test asserts the documented differences) and exact-reference mode
+// (RateLimitServiceOptions::reference_semantics, where it asserts the reference's own numbers);
+// exact() says which, and Build() sets the option.
 //
 // Example:
 //   TEST_P(ReferenceServiceScenarios, Something) {
@@ -24,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -36,9 +40,9 @@
 #include "sluice/redis_store.h"
 
 #include "src/server/grpc/rls_proto.h"
-#include "src/store/split/per_second_store.h"
 #include "src/server/rls/rate_limit_service.h"
 #include "src/server/stats/metrics.h"
+#include "src/store/split/per_second_store.h"
 #include "tests/testing/faulty_store.h"
 #include "tests/testing/manual_clock.h"
 #include "tests/testing/peer_configs.h"
@@ -62,12 +66,25 @@ inline std::string StoreKindName(StoreKind kind) {
   return "?";
 }
 
-inline std::string StoreName(const ::testing::TestParamInfo<StoreKind>& info) {
-  return StoreKindName(info.param);
+// The decision semantics a scenario runs under: sluice's own, or exact-reference mode.
+enum class Semantics { kSluice, kReference };
+
+using ScenarioParam = std::tuple<StoreKind, Semantics>;
+
+// "Memory", "Redis", "RedisPerSecond" in sluice's semantics; "...ExactReference" in the other.
+inline std::string ScenarioParamName(const ScenarioParam& param) {
+  return StoreKindName(std::get<0>(param)) +
+         (std::get<1>(param) == Semantics::kReference ? "ExactReference" : "");
 }
 
-inline const auto kAllStores =
-    ::testing::Values(StoreKind::kMemory, StoreKind::kRedis, StoreKind::kRedisPerSecond);
+inline std::string StoreName(const ::testing::TestParamInfo<ScenarioParam>& info) {
+  return ScenarioParamName(info.param);
+}
+
+// Every store in both modes.
+inline const auto kAllStores = ::testing::Combine(
+    ::testing::Values(StoreKind::kMemory, StoreKind::kRedis, StoreKind::kRedisPerSecond),
+    ::testing::Values(Semantics::kSluice, Semantics::kReference));
 
 // The reference's MockClock in service/ratelimit_test.go answers 2222 s since the epoch; the memory
 // store starts there so that reset times match the reference's (a minute window: 58 s left).
@@ -77,6 +94,9 @@ inline constexpr std::chrono::seconds kReferenceNow{2222};
 class ReferenceScenarioBase : public ::testing::Test {
  protected:
   virtual StoreKind store_kind() const = 0;
+  virtual Semantics semantics() const = 0;
+  // True in exact-reference mode: the test asserts the reference's own expectation.
+  bool exact() const { return semantics() == Semantics::kReference; }
 
   // One redis-server for the whole suite (flushed before each test): starting one per test would
   // cost most of the time budget.
@@ -142,10 +162,11 @@ class ReferenceScenarioBase : public ::testing::Test {
     BuildWith(*config, options);
   }
 
-  // Makes the service on a loaded config.
+  // Makes the service on a loaded config, in this test's semantics.
   void BuildWith(std::shared_ptr<const RateLimitConfig> config,
                  RateLimitServiceOptions options = {}) {
     if (!redis()) options.clock = &clock_;
+    options.reference_semantics = exact();
     service_ = std::make_unique<RateLimitService>(*store_, metrics_, options);
     service_->SetConfig(std::move(config));
   }
@@ -271,9 +292,10 @@ class ReferenceScenarioBase : public ::testing::Test {
 };
 
 class ReferenceScenarioTest : public ReferenceScenarioBase,
-                              public ::testing::WithParamInterface<StoreKind> {
+                              public ::testing::WithParamInterface<ScenarioParam> {
  protected:
-  StoreKind store_kind() const override { return GetParam(); }
+  StoreKind store_kind() const override { return std::get<0>(GetParam()); }
+  Semantics semantics() const override { return std::get<1>(GetParam()); }
 };
 
 }  // namespace sluice::server

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 
 #include "sluice/failure_policy.h"
+#include "sluice/memory_store.h"
 
 #include "tests/store/lease/fake_lease_source.h"
 #include "tests/testing/manual_clock.h"
@@ -36,6 +37,29 @@ class LeaseStoreTest : public ::testing::Test {
 };
 
 const Limit kPerMinute{.limit = 1000, .period = minutes(1)};
+
+// Verifies that a check counting rejected hits (LimitCheck::count_rejected) takes the exact path,
+// with no lease: the exact store records its rejected hit and the lease source is never asked.
+TEST_F(LeaseStoreTest, ChecksCountingRejectedHitsTakeTheExactPath) {
+  absl::StatusOr<std::unique_ptr<MemoryStore>> memory = MemoryStore::Create({.clock = &clock_});
+  ASSERT_TRUE(memory.ok()) << memory.status();
+  LeaseStore store(**memory, source_, LeaseOptions{.clock = &clock_});
+  const Limit two{.limit = 2, .period = minutes(1)};
+  const LimitCheck check{.key = "k", .limit = two, .cost = 1, .count_rejected = true};
+  for (bool expected : {true, true, false}) {
+    absl::StatusOr<MultiDecision> m = store.CheckAll({&check, 1});
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(m->allowed, expected);
+    EXPECT_FALSE(m->decisions[0].answered_locally);
+  }
+  EXPECT_EQ(source_.calls(), 0);
+  EXPECT_EQ(store.Stats().units_granted, 0u);
+  // 3 of 2 recorded: a 0-hit check counting rejected hits is now denied.
+  const LimitCheck peek{.key = "k", .limit = two, .cost = 0, .count_rejected = true};
+  absl::StatusOr<MultiDecision> m = (*memory)->CheckAll({&peek, 1});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_FALSE(m->allowed);
+}
 
 TEST_F(LeaseStoreTest, FirstRequestLeasesNothingThenTheRateSizesTheLease) {
   std::unique_ptr<LeaseStore> store = Instance();

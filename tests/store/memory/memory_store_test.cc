@@ -49,6 +49,31 @@ Decision Denied(int64_t limit, int64_t remaining, microseconds reset_after,
                   .from_fallback = false};
 }
 
+// Verifies LimitCheck::count_rejected on the memory store: every hit recorded, the counter past
+// the limit, a 0-hit check admitted at exactly the limit and denied past it (the reference's).
+TEST(MemoryStore, CountsRejectedHitsWhenAsked) {
+  ManualClock clock(seconds(1'700'000'040));  // a multiple of 60 s
+  std::unique_ptr<MemoryStore> store = NewStore(clock);
+  const Limit limit{.algorithm = Algorithm::kFixedWindow, .limit = 2, .period = seconds(60)};
+  const auto check = [&](int64_t cost) {
+    const LimitCheck c{.key = "k", .limit = limit, .cost = cost, .count_rejected = true};
+    absl::StatusOr<MultiDecision> m = store->CheckAll({&c, 1});
+    EXPECT_TRUE(m.ok()) << m.status();
+    return m.ok() ? m->decisions[0] : Decision{};
+  };
+  EXPECT_EQ(check(2), Allowed(2, 0, seconds(60)));
+  EXPECT_EQ(check(0), Allowed(2, 0, seconds(60)));
+  EXPECT_EQ(check(1), Denied(2, 0, seconds(60), seconds(60)));
+  EXPECT_EQ(check(0), Denied(2, 0, seconds(60), seconds(60)));
+  // The rejected hit was recorded: sluice's own counting now sees 3 of 2.
+  EXPECT_EQ(CheckOk(*store, "k", limit, 0), Allowed(2, 0, seconds(60)));
+  EXPECT_EQ(CheckOk(*store, "k", limit, 1), Denied(2, 0, seconds(60), seconds(60)));
+  // A fresh key denied on its first check keeps the hits.
+  const LimitCheck big{.key = "fresh", .limit = limit, .cost = 3, .count_rejected = true};
+  ASSERT_FALSE(store->CheckAll({&big, 1})->allowed);
+  EXPECT_EQ(store->Stats().entries, 2u);
+}
+
 TEST(MemoryStoreCreate, RejectsOutOfRangeOptions) {
   ManualClock clock;
   EXPECT_EQ(MemoryStore::Create({.clock = &clock, .max_entries = 0}).status().code(),

@@ -124,6 +124,30 @@ TEST_P(LuaScriptsTest, RejectsOutOfBoundsProducts) {
   EXPECT_EQ(DbSize(), 0);
 }
 
+// Verifies that counting rejected hits (the 0x80 bit of the algorithm byte) is refused on every
+// algorithm but the fixed window, and beside another check in check_all, writing nothing.
+TEST_P(LuaScriptsTest, RejectsCountingRejectedHitsOutsideASingleFixedWindow) {
+  for (uint8_t algorithm = 1; algorithm <= 4; ++algorithm) {
+    const uint64_t capacity = 10;
+    const std::string check = EncodeCheckArgument(0x80 | algorithm, 10, 1000000, capacity, 1);
+    const auto a = static_cast<Algorithm>(algorithm);
+    absl::StatusOr<RedisReply> reply =
+        conn_->Eval(CheckScriptForTest(a), {"k"}, {absl::StrCat(kT0), check});
+    ASSERT_TRUE(reply.ok());
+    EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG")) << AlgorithmName(a);
+    reply = conn_->Eval(CheckAllScriptForTest(), {"k"}, {absl::StrCat(kT0), check});
+    ASSERT_TRUE(reply.ok());
+    EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG")) << AlgorithmName(a);
+  }
+  const std::string counting = EncodeCheckArgument(0x80, 10, 1000000, 10, 1);
+  const std::string valid = EncodeCheckArgument(0, 10, 1000000, 10, 1);
+  absl::StatusOr<RedisReply> reply =
+      conn_->Eval(CheckAllScriptForTest(), {"k0", "k1"}, {absl::StrCat(kT0), valid, counting});
+  ASSERT_TRUE(reply.ok());
+  EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG check 2: a check counting rejected hits"));
+  EXPECT_EQ(DbSize(), 0);
+}
+
 TEST_P(LuaScriptsTest, RejectsBadShapeAndBadTestTime) {
   std::vector<std::string> check;
   AppendCheckArguments(MakeLimit(Algorithm::kGcra, 10, kSecond), 1, check);

@@ -185,18 +185,20 @@ class LuaScriptsFixture : public ::testing::TestWithParam<LuaCall> {
 };
 
 // The ARGV of one check for the ...ForTest single-check script: now first.
-inline std::vector<std::string> CheckArgsForTest(int64_t now_us, const Limit& limit, int64_t cost) {
+inline std::vector<std::string> CheckArgsForTest(int64_t now_us, const Limit& limit, int64_t cost,
+                                                 bool count_rejected = false) {
   std::vector<std::string> argv = {absl::StrCat(now_us)};
-  AppendCheckArguments(limit, cost, argv);
+  AppendCheckArguments(limit, cost, argv, count_rejected);
   return argv;
 }
 
 // Runs the test-time single-check script and parses its reply.
 inline absl::StatusOr<Decision> CheckForTest(ScriptConnection& conn, const LuaScript& script,
                                              const std::string& key, int64_t now_us,
-                                             const Limit& limit, int64_t cost) {
+                                             const Limit& limit, int64_t cost,
+                                             bool count_rejected = false) {
   absl::StatusOr<RedisReply> reply =
-      conn.Eval(script, {key}, CheckArgsForTest(now_us, limit, cost));
+      conn.Eval(script, {key}, CheckArgsForTest(now_us, limit, cost, count_rejected));
   if (!reply.ok()) return reply.status();
   if (reply->is_error()) return absl::InternalError(reply->str());
   return ParseCheckReply(*reply);

@@ -39,6 +39,7 @@ void PrintTo(const Decision& d, std::ostream* os) {
 
 namespace {
 
+using ::sluice::testing::CheckArgsForTest;
 using ::sluice::testing::CheckForTest;
 using ::sluice::testing::LeaseForTest;
 using ::sluice::testing::LoadAllVectors;
@@ -249,6 +250,43 @@ TEST_P(LuaVectorsTest, RandomSequencesMatchTheCppAlgorithms) {
         ASSERT_EQ(*got, expected) << "step " << step << " now " << now << " cost " << cost << " "
                                   << Describe(limit);
       }
+    }
+  }
+}
+
+// Verifies that a fixed window counting rejected hits (LimitCheck::count_rejected) decides and
+// records identically in the C++ (DecideFixedWindowCounting) and in both Lua paths, the
+// fixed_window script and check_all with its one check, on random sequences that mix it with
+// sluice's own counting on the same key.
+TEST_P(LuaVectorsTest, CountingRejectedHitsMatchesTheCppAlgorithm) {
+  std::mt19937_64 rng(0xC0047);
+  for (int round = 0; round < 60; ++round) {
+    const Limit limit = RandomLimit(Algorithm::kFixedWindow, rng);
+    const std::string key = absl::StrCat("counting:", round);
+    const std::string all_key = absl::StrCat("counting-all:", round);
+    SCOPED_TRACE(absl::StrCat(Describe(limit), " key ", key));
+    algorithm::FixedWindowState model;
+    int64_t now = 1'700'000'000 * kSecond + static_cast<int64_t>(rng() % (1000 * kSecond));
+    for (int step = 0; step < 120; ++step) {
+      now = NextNow(now, limit, rng);
+      const int64_t cost = RandomCost(limit, rng);
+      // Mostly counting, now and then sluice's own counting on the same state.
+      const bool counting = rng() % 5 != 0;
+      const Decision expected = counting
+                                    ? algorithm::DecideFixedWindowCounting(limit, model, now, cost)
+                                    : algorithm::DecideFixedWindow(limit, model, now, cost);
+      absl::StatusOr<Decision> got = CheckForTest(
+          *conn_, CheckScriptForTest(Algorithm::kFixedWindow), key, now, limit, cost, counting);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(*got, expected) << "step " << step << " now " << now << " cost " << cost
+                                << " counting " << counting;
+      absl::StatusOr<RedisReply> reply = conn_->Eval(CheckAllScriptForTest(), {all_key},
+                                                     CheckArgsForTest(now, limit, cost, counting));
+      ASSERT_TRUE(reply.ok()) << reply.status();
+      absl::StatusOr<MultiDecision> multi = ParseCheckAllReply(*reply, 1);
+      ASSERT_TRUE(multi.ok()) << multi.status();
+      ASSERT_EQ(multi->decisions[0], expected) << "check_all, step " << step;
+      ASSERT_EQ(multi->allowed, expected.allowed);
     }
   }
 }
