@@ -154,18 +154,20 @@ bool XdsClient::RunStream() {
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(settings_.server_url, credentials_, args);
 
-  // Connect in slices, so that Stop() never waits for a server that does not answer.
-  const auto connect_started = Clock::Real().Now();
+  // Connect in slices, so that Stop() never waits for a server that does not answer. As the
+  // reference's blocking dial, wait on this channel (gRPC retries every connect_retry_interval)
+  // until it connects; the back-off is for streams that end.
+  auto next_report = Clock::Real().Now() + settings_.connect_retry_interval;
   while (!channel->WaitForConnected(In(kStopSlice))) {
     if (Stopping()) return false;
-    if (Clock::Real().Now() - connect_started >= settings_.connect_retry_interval) {
+    if (Clock::Real().Now() >= next_report) {
+      next_report += settings_.connect_retry_interval;
       {
         internal::MutexLock lock(&mu_);
         ++stats_.stream_failures;
       }
       LogError(absl::StrCat("cannot connect to ", settings_.server_url, " yet; trying every ",
                             settings_.connect_retry_interval.count(), " ms"));
-      return false;
     }
   }
 

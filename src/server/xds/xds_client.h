@@ -62,13 +62,14 @@ struct XdsClientCallbacks {
 
 // What the client did since it started.
 struct XdsClientStats {
-  uint64_t responses = 0;        // DiscoveryResponses received
-  uint64_t acks = 0;             // applied and ACKed
-  uint64_t nacks = 0;            // refused and NACKed
-  uint64_t streams = 0;          // streams opened (the first, then each re-subscription)
-  uint64_t stream_failures = 0;  // streams that ended, or connections that could not be made
-  bool connected = false;        // a stream is open now
-  std::string version{};         // version_info of the config applied last, or ""
+  uint64_t responses = 0;  // DiscoveryResponses received
+  uint64_t acks = 0;       // applied and ACKed
+  uint64_t nacks = 0;      // refused and NACKed
+  uint64_t streams = 0;    // streams opened (the first, then each re-subscription)
+  // Streams that ended, plus each connect_retry_interval spent without a connection.
+  uint64_t stream_failures = 0;
+  bool connected = false;  // a stream is open now
+  std::string version{};   // version_info of the config applied last, or ""
 };
 
 class XdsClient {
