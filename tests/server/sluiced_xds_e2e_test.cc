@@ -163,6 +163,19 @@ TEST_F(SluicedXdsTest, DecisionsFollowTheManagementServer) {
   EXPECT_LT(Clock::Real().Now() - term, std::chrono::milliseconds(1500)) << ReadFile(log_);
 }
 
+// Verifies that, as the reference, sluiced opens no listener before the first config, and that
+// SIGTERM while it waits ends it at once.
+TEST_F(SluicedXdsTest, WaitsForTheFirstConfigAndStopsWhileWaiting) {
+  StartSluiced({});
+  ASSERT_TRUE(server_.WaitFor([](const auto& r) { return !r.empty(); }, std::chrono::seconds(30)))
+      << ReadFile(log_);
+  EXPECT_EQ(Status(http_port_, "/healthcheck"), -1);  // subscribed, but not listening
+  const auto term = Clock::Real().Now();
+  process_->Signal(SIGTERM);
+  EXPECT_EQ(process_->Wait(30'000), 0) << ReadFile(log_);
+  EXPECT_LT(Clock::Real().Now() - term, std::chrono::milliseconds(1500)) << ReadFile(log_);
+}
+
 // Verifies FORCE_START_WITHOUT_INITIAL_CONFIG: serving at once, unhealthy until a config arrives.
 TEST_F(SluicedXdsTest, ForceStartServesUnhealthyUntilTheFirstConfig) {
   StartSluiced({"FORCE_START_WITHOUT_INITIAL_CONFIG=true"});
