@@ -14,7 +14,7 @@ std::chrono::milliseconds XdsBackoffDelay(const XdsSettings& settings, int attem
       settings.backoff_max.count() > 0 ? settings.backoff_max : milliseconds(10'000);
   if (min >= max) return max;
   const double factor = settings.backoff_factor > 0 ? settings.backoff_factor : 2.0;
-  const double min_ms = static_cast<double>(min.count());
+  const auto min_ms = static_cast<double>(min.count());
   double ms = min_ms * std::pow(factor, attempt);
   if (settings.backoff_jitter) ms = random01 * (ms - min_ms) + min_ms;
   // NaN and overflow land on max, as jpillora's "larger than maxInt64" check does.

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <random>
+#include <utility>
 
 #include "src/server/xds/xds_settings.h"
 
@@ -29,7 +30,7 @@ std::chrono::milliseconds XdsBackoffDelay(const XdsSettings& settings, int attem
 
 class XdsBackoff {
  public:
-  explicit XdsBackoff(const XdsSettings& settings) : settings_(settings) {}
+  explicit XdsBackoff(XdsSettings settings) : settings_(std::move(settings)) {}
 
   // Returns the next delay and counts the attempt.
   std::chrono::milliseconds Next();

@@ -82,9 +82,11 @@ absl::StatusOr<std::unique_ptr<XdsClient>> XdsClient::Create(const XdsSettings& 
       new XdsClient(settings, std::move(callbacks), *std::move(credentials)));
 }
 
-XdsClient::XdsClient(const XdsSettings& settings, XdsClientCallbacks callbacks,
+XdsClient::XdsClient(XdsSettings settings, XdsClientCallbacks callbacks,
                      std::shared_ptr<grpc::ChannelCredentials> credentials)
-    : settings_(settings), callbacks_(std::move(callbacks)), credentials_(std::move(credentials)) {}
+    : settings_(std::move(settings)),
+      callbacks_(std::move(callbacks)),
+      credentials_(std::move(credentials)) {}
 
 XdsClient::~XdsClient() { Stop(); }
 
@@ -199,7 +201,8 @@ bool XdsClient::RunStream() {
       next.set_response_nonce(response.nonce());
       absl::StatusOr<std::shared_ptr<const RateLimitConfig>> config =
           ParseXdsResponse(response, settings_);
-      if (config.ok()) {
+      const bool accepted = config.ok();
+      if (accepted) {
         applied_version = response.version_info();
         callbacks_.apply(absl::StrCat("xds ", settings_.server_url, " version ", applied_version),
                          *std::move(config));
@@ -215,7 +218,7 @@ bool XdsClient::RunStream() {
       {
         internal::MutexLock lock(&mu_);
         ++stats_.responses;
-        ++(config.ok() ? stats_.acks : stats_.nacks);
+        ++(accepted ? stats_.acks : stats_.nacks);
         stats_.version = applied_version;
       }
       if (!stream->Write(next)) {

@@ -93,7 +93,7 @@ class XdsClient {
   XdsClientStats Stats() const;
 
  private:
-  XdsClient(const XdsSettings& settings, XdsClientCallbacks callbacks,
+  XdsClient(XdsSettings settings, XdsClientCallbacks callbacks,
             std::shared_ptr<grpc::ChannelCredentials> credentials);
   void Run();
   // One stream, from connecting to its end. Returns whether it delivered a response.
