@@ -140,6 +140,9 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
   app.add_flag("--shadow-mode", s.shadow_mode, "Never deny; count what would be denied");
   app.add_flag("--quota-mode", s.quota_mode,
                "Every descriptor in quota mode: over only when all are (QUOTA_MODE)");
+  app.add_flag("--response-dynamic-metadata", s.response_dynamic_metadata,
+               "Return the passed descriptors' config metadata in dynamic_metadata "
+               "(RESPONSE_DYNAMIC_METADATA)");
   app.add_option("--near-limit-ratio", s.near_limit_ratio,
                  "Hits above this share of a limit count as near_limit (NEAR_LIMIT_RATIO)")
       ->capture_default_str();

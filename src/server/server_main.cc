@@ -198,6 +198,7 @@ int RunServer(const ServerSettings& settings) {
                                .global_shadow_mode = settings.shadow_mode,
                                .global_quota_mode = settings.quota_mode,
                                .near_limit_ratio = settings.near_limit_ratio,
+                               .response_dynamic_metadata = settings.response_dynamic_metadata,
                                .over_limit_cache_entries = settings.local_cache_entries,
                                .over_limit_cache_bytes = settings.local_cache_bytes,
                            });

@@ -467,8 +467,8 @@ void ApplyLimits(EnvReader& r) {
   if (!r.FlagGiven("--quota-mode")) {
     if (auto b = r.Bool("QUOTA_MODE", false)) s.quota_mode = *b;
   }
-  if (r.Bool("RESPONSE_DYNAMIC_METADATA", false).value_or(false)) {
-    r.Refuse("RESPONSE_DYNAMIC_METADATA", "not supported this release; unset it");
+  if (!r.FlagGiven("--response-dynamic-metadata")) {
+    if (auto b = r.Bool("RESPONSE_DYNAMIC_METADATA", false)) s.response_dynamic_metadata = *b;
   }
   if (r.Bool("TRACING_ENABLED", false).value_or(false)) {
     r.Refuse("TRACING_ENABLED", "tracing (OpenTelemetry) is not supported this release");

@@ -109,6 +109,8 @@ struct ServerSettings {
   RlsHeaderNames header_names{};
   bool shadow_mode = false;
   bool quota_mode = false;
+  // The request and the passed descriptors' config `metadata` in the response's dynamic_metadata.
+  bool response_dynamic_metadata = false;
   float near_limit_ratio = 0.8f;
   size_t local_cache_entries = 0;
   size_t local_cache_bytes = 0;

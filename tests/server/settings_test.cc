@@ -164,6 +164,7 @@ TEST(Settings, ListenersStatsAndRuntimeFromVariables) {
                {"NEAR_LIMIT_RATIO", "0.9"},
                {"SHADOW_MODE", "true"},
                {"QUOTA_MODE", "1"},
+               {"RESPONSE_DYNAMIC_METADATA", "true"},
                {"LIMIT_RESPONSE_HEADERS_ENABLED", "true"},
                {"LIMIT_REMAINING_HEADER", "X-Left"},
                {"LOCAL_CACHE_SIZE_IN_BYTES", "1048576"},
@@ -188,6 +189,7 @@ TEST(Settings, ListenersStatsAndRuntimeFromVariables) {
   EXPECT_FLOAT_EQ(s->near_limit_ratio, 0.9f);
   EXPECT_TRUE(s->shadow_mode);
   EXPECT_TRUE(s->quota_mode);
+  EXPECT_TRUE(s->response_dynamic_metadata);
   EXPECT_TRUE(s->response_headers);
   EXPECT_EQ(s->header_names.remaining, "X-Left");
   EXPECT_EQ(s->header_names.limit, "RateLimit-Limit");

@@ -145,8 +145,9 @@ bool AppendStatus(const RateLimitResponse::DescriptorStatus& s, std::string* out
 }  // namespace
 
 bool RateLimitResponseToJsonFast(const server::RateLimitResponse& r, std::string* out) {
-  // A Struct has its own JSON mapping (numbers as doubles, nested lists); sluiced never sets
-  // dynamic_metadata, so protobuf writes it rather than a second implementation of that mapping.
+  // A Struct has its own JSON mapping (numbers as doubles, nested lists); dynamic_metadata is off
+  // by default (RESPONSE_DYNAMIC_METADATA), so protobuf writes it rather than a second
+  // implementation of that mapping.
   if (r.has_dynamic_metadata()) return false;
   ObjectWriter object(out);
   if (r.overall_code() != 0) {

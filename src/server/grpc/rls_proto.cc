@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include <google/protobuf/util/json_util.h>
 
 namespace sluice::server {
 namespace {
@@ -95,6 +96,11 @@ RateLimitResponse ToProto(const RlsResponse& response) {
     auto* header = proto.add_response_headers_to_add();
     header->set_key(h.name);
     header->set_value(h.value);
+  }
+  if (!response.dynamic_metadata_json.empty()) {
+    // The service wrote the object (rls_metadata.h); protobuf reads it as a Struct.
+    (void)google::protobuf::util::JsonStringToMessage(response.dynamic_metadata_json,
+                                                      proto.mutable_dynamic_metadata());
   }
   return proto;
 }

@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "src/server/rls/rls_metadata.h"
+
 namespace sluice::server {
 namespace {
 
@@ -61,6 +63,7 @@ void RateLimitService::Decide(const RlsRequest& request, DecideCallback done) {
   absl::StatusOr<Plan> plan =
       MakePlan(request, config.get(),
                PlanOptions{.global_quota_mode = options_.global_quota_mode,
+                           .descriptor_metadata = options_.response_dynamic_metadata,
                            .max_descriptors = options_.max_descriptors,
                            .max_entries_per_descriptor = options_.max_entries_per_descriptor,
                            .max_value_bytes = options_.max_value_bytes});
@@ -70,6 +73,10 @@ void RateLimitService::Decide(const RlsRequest& request, DecideCallback done) {
     return;
   }
   if (!plan->domain_known) observer_.OnUnknownDomain(plan->domain, plan->descriptor_count());
+  // Now: `request` views the caller's strings, which need not outlive this call.
+  if (options_.response_dynamic_metadata) {
+    plan->request_metadata_json = RequestMetadataJson(request);
+  }
   auto shared = std::make_shared<const Plan>(*std::move(plan));
   executor_.Execute(shared, [this, shared, started, done = std::move(done)](
                                 absl::StatusOr<std::vector<LimitResult>> results) mutable {
@@ -87,6 +94,9 @@ void RateLimitService::Decide(const RlsRequest& request, DecideCallback done) {
                                             .global_shadow_mode = options_.global_shadow_mode,
                                             .response_headers = options_.response_headers,
                                             .header_names = options_.header_names});
+    if (!shared->request_metadata_json.empty()) {
+      e.response.dynamic_metadata_json = DynamicMetadataJson(*shared, e.response);
+    }
     observer_.OnDecision(RlsDecisionReport{.domain = shared->domain,
                                            .limits = e.stats,
                                            .response = &e.response,

@@ -60,6 +60,9 @@ struct RateLimitServiceOptions {
   bool global_quota_mode = false;
   // Hits above this share of a limit count as near_limit. Default: 0.8, as the reference.
   float near_limit_ratio = 0.8f;
+  // Return the request and the passed descriptors' config `metadata` in the response's
+  // dynamic_metadata (RESPONSE_DYNAMIC_METADATA; rls_metadata.h). Default: off.
+  bool response_dynamic_metadata = false;
   // Request bounds; larger requests are INVALID_ARGUMENT.
   size_t max_descriptors = 64;
   size_t max_entries_per_descriptor = 32;

@@ -91,6 +91,7 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
   plan.global_quota = options.global_quota_mode;
   // The reference looks the domain up before anything else: an unknown one matches nothing.
   if (!plan.domain_known) return plan;
+  if (options.descriptor_metadata) plan.metadata_json.resize(request.descriptors.size());
   absl::flat_hash_set<std::string_view> replaced;
   for (size_t i = 0; i < request.descriptors.size(); ++i) {
     const RlsDescriptor& d = request.descriptors[i];
@@ -108,6 +109,7 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
       continue;
     }
     for (const std::string& name : rule.replaces) replaced.insert(name);
+    if (options.descriptor_metadata) plan.metadata_json[i] = rule.metadata_json;
     for (const RuleLimit& rl : rule.limits) {
       PlannedLimit planned{.descriptor = i,
                            .stats_key = match->stats_key,
@@ -130,6 +132,13 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
     std::erase_if(plan.limits, [&](const PlannedLimit& l) {
       return !l.reported.name.empty() && replaced.contains(l.reported.name);
     });
+    if (options.descriptor_metadata) {
+      std::vector<bool> kept(plan.metadata_json.size(), false);
+      for (const PlannedLimit& l : plan.limits) kept[l.descriptor] = true;
+      for (size_t i = 0; i < kept.size(); ++i) {
+        if (!kept[i]) plan.metadata_json[i].clear();
+      }
+    }
   }
   return plan;
 }

@@ -72,6 +72,13 @@ struct Plan {
   // Global quota mode (PlanOptions): every descriptor is a quota-mode descriptor, including those
   // no limit matched, which count as admitted.
   bool global_quota = false;
+  // With PlanOptions::descriptor_metadata, per request descriptor: the `metadata` (JSON) of the
+  // rule it matched, empty when none or when `replaces` dropped every limit of that rule, as the
+  // reference drops the replaced limit and its metadata with it. Else empty.
+  std::vector<std::string> metadata_json{};
+  // The request part of the dynamic metadata (RequestMetadataJson(), rls_metadata.h), which the
+  // service sets when it returns dynamic metadata; else empty.
+  std::string request_metadata_json{};
 
   size_t descriptor_count() const { return unlimited.size(); }
 };
@@ -80,6 +87,8 @@ struct PlanOptions {
   // Every descriptor is in quota mode (the reference's QUOTA_MODE): each limit is planned as a
   // quota-mode one, and Plan::global_quota is set. Default: off.
   bool global_quota_mode = false;
+  // Fill Plan::metadata_json (RESPONSE_DYNAMIC_METADATA). Default: off.
+  bool descriptor_metadata = false;
   // Request bounds; larger requests are InvalidArgument.
   size_t max_descriptors = 64;
   size_t max_entries_per_descriptor = 32;

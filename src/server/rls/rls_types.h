@@ -79,6 +79,9 @@ struct RlsResponse {
   // One per request descriptor, in order.
   std::vector<RlsStatus> statuses{};
   std::vector<RlsHeader> headers{};
+  // RateLimitResponse.dynamic_metadata as a JSON object (rls_metadata.h); empty when the service
+  // does not return it (RESPONSE_DYNAMIC_METADATA off).
+  std::string dynamic_metadata_json{};
 };
 
 }  // namespace sluice::server

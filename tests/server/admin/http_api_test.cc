@@ -75,6 +75,19 @@ TEST_F(HttpApiTest, JsonAnswers200Then429) {
   EXPECT_THAT(over.body, HasSubstr(R"("overallCode":"OVER_LIMIT")"));
 }
 
+// RESPONSE_DYNAMIC_METADATA: /json carries it as the reference's protojson does.
+TEST_F(HttpApiTest, JsonCarriesDynamicMetadataWhenOn) {
+  service_ = std::make_unique<RateLimitService>(
+      *store_, metrics_,
+      RateLimitServiceOptions{.clock = &clock_, .response_dynamic_metadata = true});
+  api_ = std::make_unique<HttpApi>(*service_, metrics_, *faulty_);
+  LoadConfig();
+  HttpResponse ok = Send("POST", "/json", kRequest);
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_THAT(ok.body, HasSubstr(R"("dynamicMetadata":{)"));
+  EXPECT_THAT(ok.body, HasSubstr(R"("remote_address=1.2.3.4")"));
+}
+
 TEST_F(HttpApiTest, BadJsonIs400AndChangesNothing) {
   LoadConfig();
   EXPECT_EQ(Send("POST", "/json", "{not json").status, 400);

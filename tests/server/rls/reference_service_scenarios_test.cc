@@ -6,7 +6,9 @@
 #include <chrono>
 #include <limits>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -382,6 +384,157 @@ TEST_P(ReferenceServiceScenarios, ServiceMixedModeWithShadowMode) {
   EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OVER_LIMIT);
   EXPECT_EQ(r->statuses(1).code(), RateLimitResponse::OVER_LIMIT);
   EXPECT_EQ(Counter("ratelimit.service.global_shadow_mode"), shadowed_before + 1);
+}
+
+constexpr const char* kMetadataDomain = R"yaml(
+domain: quota-domain
+descriptors:
+  - key: regular
+    value: limit
+    rate_limit: {unit: minute, requests_per_unit: 10}
+    metadata: {name: service_1}
+  - key: quota
+    value: limit
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 5}
+    metadata: {name: service_2}
+  - key: other
+    value: limit
+    rate_limit: {unit: minute, requests_per_unit: 5}
+    metadata: {some_other_name: service_2}
+)yaml";
+
+// The response's metadata object (dynamic_metadata.metadata), which must be present.
+const google::protobuf::Struct& PassedMetadata(const RateLimitResponse& r) {
+  EXPECT_TRUE(r.has_dynamic_metadata());
+  const auto& fields = r.dynamic_metadata().fields();
+  static const google::protobuf::Struct kEmpty;
+  auto it = fields.find("metadata");
+  if (it == fields.end() || !it->second.has_struct_value()) {
+    ADD_FAILURE() << "no metadata in " << r.dynamic_metadata().DebugString();
+    return kEmpty;
+  }
+  return it->second.struct_value();
+}
+
+std::string StringField(const google::protobuf::Struct& s, const std::string& key) {
+  auto it = s.fields().find(key);
+  return it == s.fields().end() ? "<absent>" : it->second.string_value();
+}
+
+// Ports service/ratelimit_test.go TestMetadataReturnedForPassedDescriptors (QUOTA_MODE and
+// RESPONSE_DYNAMIC_METADATA): the first descriptor passes, the second is over: only the first's
+// metadata is returned, and the request is OK (not every quota descriptor is over).
+TEST_P(ReferenceServiceScenarios, MetadataReturnedForPassedDescriptors) {
+  EnsureWindowRoom(kMinute);
+  Build(kMetadataDomain, {.global_quota_mode = true, .response_dynamic_metadata = true});
+  Admit(R"pb(domain: "quota-domain"
+             descriptors { entries { key: "quota" value: "limit" } })pb", 5);
+  absl::StatusOr<RateLimitResponse> r =
+      Call(R"pb(domain: "quota-domain"
+                descriptors { entries { key: "regular" value: "limit" } }
+                descriptors { entries { key: "quota" value: "limit" } })pb");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(r->statuses(1).code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(StringField(PassedMetadata(*r), "name"), "service_1");
+}
+
+// Ports service/ratelimit_test.go TestMetadataReturnedForAllPassedDescriptors: both pass; their
+// metadata merge.
+TEST_P(ReferenceServiceScenarios, MetadataReturnedForAllPassedDescriptors) {
+  EnsureWindowRoom(kMinute);
+  Build(kMetadataDomain, {.global_quota_mode = true, .response_dynamic_metadata = true});
+  absl::StatusOr<RateLimitResponse> r =
+      Call(R"pb(domain: "quota-domain"
+                descriptors { entries { key: "regular" value: "limit" } }
+                descriptors { entries { key: "other" value: "limit" } })pb");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  const google::protobuf::Struct& passed = PassedMetadata(*r);
+  EXPECT_EQ(StringField(passed, "name"), "service_1");
+  EXPECT_EQ(StringField(passed, "some_other_name"), "service_2");
+}
+
+// Ports service/ratelimit_test.go TestOverlappingMetadataReturnsTheFirstValue: both pass and set
+// the same key: the first descriptor's value wins.
+TEST_P(ReferenceServiceScenarios, OverlappingMetadataReturnsTheFirstValue) {
+  EnsureWindowRoom(kMinute);
+  Build(kMetadataDomain, {.global_quota_mode = true, .response_dynamic_metadata = true});
+  absl::StatusOr<RateLimitResponse> r =
+      Call(R"pb(domain: "quota-domain"
+                descriptors { entries { key: "regular" value: "limit" } }
+                descriptors { entries { key: "quota" value: "limit" } })pb");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(StringField(PassedMetadata(*r), "name"), "service_1");
+  r = Call(R"pb(domain: "quota-domain"
+                descriptors { entries { key: "quota" value: "limit" } }
+                descriptors { entries { key: "regular" value: "limit" } })pb");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(StringField(PassedMetadata(*r), "name"), "service_2");
+}
+
+// Ports the reference's integration script multiservice-tokenquota.sh (examples/ratelimit/config
+// example.yaml, examples/envoy/proxy.yaml): on the request path Envoy checks (service, service_1)
+// and (service, service_2) with 0 hits, both quota-mode, and routes to the service named by the
+// returned metadata; on the response path it debits the service that answered with 1 hit.
+// service_1 has 1 per minute, service_2 has 2. The reference serves 1, 1, 2, 2, 2 and rejects the
+// 6th: its 0-hit check passes at exactly the limit, so each service serves one more request than
+// its limit. Documented difference: here a 0-hit check is over once the limit is used up, so the
+// services serve 1, 2, 2 and the 4th request is rejected: each exactly its limit.
+TEST_P(ReferenceServiceScenarios, MultiserviceTokenQuota) {
+  EnsureWindowRoom(kMinute);
+  Build(R"yaml(
+domain: rl
+descriptors:
+  - key: service
+    value: service_1
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+    metadata: {service_with_quota: {name: service_1}}
+  - key: service
+    value: service_2
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 2}
+    metadata: {service_with_quota: {name: service_2}}
+)yaml",
+        {.response_dynamic_metadata = true});
+  std::vector<std::string> served;
+  for (int i = 0; i < 6; ++i) {
+    absl::StatusOr<RateLimitResponse> r = Call(R"pb(
+      domain: "rl"
+      descriptors {
+        entries { key: "service" value: "service_1" }
+        hits_addend { value: 0 }
+      }
+      descriptors {
+        entries { key: "service" value: "service_2" }
+        hits_addend { value: 0 }
+      })pb");
+    ASSERT_TRUE(r.ok()) << r.status();
+    if (r->overall_code() == RateLimitResponse::OVER_LIMIT) {
+      served.push_back("rejected");
+      continue;
+    }
+    const std::string name = r->dynamic_metadata()
+                                 .fields()
+                                 .at("metadata")
+                                 .struct_value()
+                                 .fields()
+                                 .at("service_with_quota")
+                                 .struct_value()
+                                 .fields()
+                                 .at("name")
+                                 .string_value();
+    served.push_back(name);
+    // The response path's debit; its answer does not matter to Envoy.
+    ASSERT_TRUE(Call(absl::StrCat(R"pb(domain: "rl"
+                                       descriptors { entries { key: "service" value: ")pb",
+                                  name, R"pb(" } })pb"))
+                    .ok());
+  }
+  EXPECT_THAT(served, ::testing::ElementsAre("service_1", "service_2", "service_2", "rejected",
+                                             "rejected", "rejected"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ReferenceServiceScenarios, kAllStores, StoreName);
