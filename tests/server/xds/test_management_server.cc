@@ -13,7 +13,7 @@ namespace rlc = ::ratelimit::config::ratelimit::v3;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 }  // namespace

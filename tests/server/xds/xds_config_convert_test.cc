@@ -2,7 +2,10 @@
 // (src/server/xds/xds_config_convert.h): every field, and the refusals of a response as a whole.
 #include "src/server/xds/xds_config_convert.h"
 
+#include <array>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -20,12 +23,12 @@ using testing::RateLimitResource;
 using testing::XdsResponse;
 
 absl::StatusOr<std::shared_ptr<const RateLimitConfig>> Parse(
-    const std::vector<rlc::RateLimitConfig>& resources, XdsSettings settings = {}) {
+    const std::vector<rlc::RateLimitConfig>& resources, const XdsSettings& settings = {}) {
   return ParseXdsResponse(XdsResponse("v1", resources), settings);
 }
 
 const Rule* Find(const RateLimitConfig& config, std::string_view domain,
-                 std::vector<DescriptorEntry> entries) {
+                 const std::vector<DescriptorEntry>& entries) {
   std::optional<RuleMatch> m = config.Match(domain, entries);
   return m.has_value() ? m->rule : nullptr;
 }
@@ -91,11 +94,14 @@ TEST(XdsConfigConvert, CarriesEveryField) {
 
 // Verifies the units are mapped by name, not by number (WEEK is 7 in the proto).
 TEST(XdsConfigConvert, MapsEveryUnitByName) {
-  const std::pair<rlc::RateLimitUnit, RateLimitUnit> units[] = {
-      {rlc::SECOND, RateLimitUnit::kSecond}, {rlc::MINUTE, RateLimitUnit::kMinute},
-      {rlc::HOUR, RateLimitUnit::kHour},     {rlc::DAY, RateLimitUnit::kDay},
-      {rlc::WEEK, RateLimitUnit::kWeek},     {rlc::MONTH, RateLimitUnit::kMonth},
-      {rlc::YEAR, RateLimitUnit::kYear}};
+  const std::array<std::pair<rlc::RateLimitUnit, RateLimitUnit>, 7> units = {
+      {{rlc::SECOND, RateLimitUnit::kSecond},
+       {rlc::MINUTE, RateLimitUnit::kMinute},
+       {rlc::HOUR, RateLimitUnit::kHour},
+       {rlc::DAY, RateLimitUnit::kDay},
+       {rlc::WEEK, RateLimitUnit::kWeek},
+       {rlc::MONTH, RateLimitUnit::kMonth},
+       {rlc::YEAR, RateLimitUnit::kYear}}};
   for (const auto& [proto, ours] : units) {
     auto config = Parse({RateLimitResource("r", "d", {LimitedDescriptor("k", 1, proto)})});
     ASSERT_TRUE(config.ok()) << config.status();
