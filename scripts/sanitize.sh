@@ -37,7 +37,7 @@ ASAN_TESTS=(
   parse_test load_test match_test wildcard_test rls_json_test client_ip_test
   route_template_test route_bypass_test rate_limit_headers_test middleware_config_test settings_test
   store_test
-  json_log_format_test grpc_framing_test
+  json_log_format_test grpc_framing_test xds_config_convert_test
   memory_store_test memory_store_overflow_test slot_table_test lease_test lease_property_test
   lease_store_test lease_maintenance_test lease_sizing_test
   config_corpus_test resp_reader_corpus_test store_url_corpus_test redis_keys_corpus_test

@@ -220,7 +220,7 @@ int Main(int argc, char** argv) {
     std::cerr << "sluiced: " << StdView(s.message()) << "\n";
     return 2;
   }
-  if (settings.config.empty()) {
+  if (settings.config.empty() && !settings.xds) {
     std::cerr << "sluiced: --config is required\n";
     return 2;
   }

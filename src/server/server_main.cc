@@ -34,6 +34,7 @@
 #include "src/server/stats/metrics.h"
 #include "src/server/stats/statsd_sink.h"
 #include "src/server/stats/store_state_source.h"
+#include "src/server/xds/xds_client.h"
 #include "src/store/split/per_second_store.h"
 #include "src/util/strings.h"
 
@@ -207,27 +208,80 @@ int RunServer(const ServerSettings& settings) {
   const ConfigLoadOptions load_options{.merge_domains = settings.merge_domains,
                                        .ignore_dotfiles = settings.ignore_dotfiles};
   metrics.SetStoreStateSource(StoreStateSource(*stores->main.store, stores->main.backend));
+  // Every config served, from the files or from xDS, comes through here.
+  auto serve = [&](const std::string& why, const std::string& origin,
+                   std::shared_ptr<const RateLimitConfig> config) {
+    metrics.CountConfigLoad(true);
+    service.SetConfig(std::move(config), origin);
+    spdlog::info("config {}: loaded {} (domains: {})", why, origin,
+                 absl::StrJoin(service.config()->Domains(), ", "));
+  };
   auto apply = [&](const std::string& why, ConfigReloader::Result config) {
-    metrics.CountConfigLoad(config.ok());
     if (!config.ok()) {
+      metrics.CountConfigLoad(false);
       spdlog::error("config {} rejected, keeping the previous one: {}", why,
                     StdView(config.status().message()));
       return false;
     }
-    service.SetConfig(*std::move(config));
-    spdlog::info("config {}: loaded {} (domains: {})", why, settings.config,
-                 absl::StrJoin(service.config()->Domains(), ", "));
+    serve(why, settings.config, *std::move(config));
     return true;
   };
   auto load_config = [path = settings.config, load_options] {
     return LoadRateLimitConfig(path, load_options);
   };
-  // Reloads parse on a thread of their own, so SIGTERM never waits for one (config_reloader.h).
-  ConfigReloader reloader(load_config, apply);
-  // Fingerprint the files before reading them: a change that lands between the two is then seen
-  // by the first poll instead of being mistaken for the state already loaded.
-  ConfigWatcher watcher(settings.config);
-  if (!apply("at start", load_config())) {
+  // Files: reloads parse on a thread of their own, so SIGTERM never waits for one
+  // (config_reloader.h). xDS: the client's thread applies what the server sends (xds_client.h).
+  std::optional<ConfigReloader> reloader;
+  std::optional<ConfigWatcher> watcher;
+  std::unique_ptr<XdsClient> xds;
+  if (settings.xds) {
+    absl::StatusOr<std::unique_ptr<XdsClient>> client = XdsClient::Create(
+        settings.xds_settings,
+        XdsClientCallbacks{
+            .apply =
+                [&serve](const std::string& origin, std::shared_ptr<const RateLimitConfig> config) {
+                  serve("from xds", origin, std::move(config));
+                },
+            // The client logs why (at most every 30 s per message).
+            .reject = [&metrics](const absl::Status&) { metrics.CountConfigLoad(false); }});
+    if (!client.ok()) {
+      spdlog::error("{}", StdView(client.status().message()));
+      return ExitStatusFor(client.status());
+    }
+    xds = *std::move(client);
+    metrics.SetXdsStateSource([&xds] {
+      const XdsClientStats s = xds->Stats();
+      return XdsState{.responses = s.responses,
+                      .acks = s.acks,
+                      .nacks = s.nacks,
+                      .streams = s.streams,
+                      .stream_failures = s.stream_failures,
+                      .connected = s.connected};
+    });
+    xds->Start();
+  } else {
+    reloader.emplace(load_config, apply);
+    // Fingerprint the files before reading them: a change that lands between the two is then seen
+    // by the first poll instead of being mistaken for the state already loaded.
+    watcher.emplace(settings.config);
+  }
+  // Before `xds` goes: a scrape must not reach it.
+  absl::Cleanup forget_xds = [&metrics] { metrics.SetXdsStateSource(nullptr); };
+  if (xds != nullptr && !settings.force_start) {
+    // As the reference: no listener before the first config (FORCE_START_WITHOUT_INITIAL_CONFIG
+    // starts without one). Unlike it, a refused first config does not end the wait.
+    spdlog::info("waiting for the first config from xds {}", settings.xds_settings.server_url);
+    while (service.config() == nullptr) {
+      const timespec slice = Timespec(100);
+      if (const int sig = sigtimedwait(&signals, nullptr, &slice);
+          sig == SIGINT || sig == SIGTERM) {
+        spdlog::info("stopped before a config arrived");
+        return 0;
+      }
+    }
+  } else if (xds != nullptr) {
+    spdlog::warn("starting without a config (force start); unhealthy until xds sends one");
+  } else if (!apply("at start", load_config())) {
     if (!settings.force_start) return 1;
     spdlog::warn("starting without a config (force start); unhealthy until one loads");
   }
@@ -365,8 +419,10 @@ int RunServer(const ServerSettings& settings) {
     const timespec timeout = Timespec(settings.config_poll_ms);
     const int sig = sigtimedwait(&signals, nullptr, &timeout);
     if (sig == SIGHUP) {
-      watcher.Poll();  // Before loading, for the same reason as at start.
-      reloader.Request("on SIGHUP");
+      if (watcher.has_value()) {
+        watcher->Poll();  // Before loading, for the same reason as at start.
+        reloader->Request("on SIGHUP");
+      }
     } else if (sig == SIGINT || sig == SIGTERM) {
       spdlog::info("{}: draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
       health.MarkTerminating();
@@ -376,8 +432,8 @@ int RunServer(const ServerSettings& settings) {
         nanosleep(&drain, nullptr);
       }
       break;
-    } else if (watcher.Poll()) {
-      reloader.Request("on change");
+    } else if (watcher.has_value() && watcher->Poll()) {
+      reloader->Request("on change");
     }
     check_health();
     if (std::optional<MemoryReleaseResult> r = memory_release.Poll(); r.has_value()) {
@@ -388,6 +444,7 @@ int RunServer(const ServerSettings& settings) {
     }
   }
   health.OnChange(nullptr);
+  if (xds != nullptr) xds->Stop();
   grpc.Stop();
   for (auto& server : http_servers) server->Stop();
   if (statsd != nullptr) statsd->Stop();

@@ -1,12 +1,17 @@
 #include "src/server/settings.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 #include "src/server/go_values.h"
 #include "src/server/settings_internal.h"
@@ -200,23 +205,126 @@ void ApplyLogging(EnvReader& r) {
   }
 }
 
+// CONFIG_GRPC_XDS_NODE_METADATA, read as the reference reads it: "k=v,k2=v2", each item split at
+// its first '='; an item without one is skipped (the reference's own example, "key1:val1", is).
+void ApplyNodeMetadata(EnvReader& r, XdsSettings& x) {
+  std::optional<std::string> text = r.Get("CONFIG_GRPC_XDS_NODE_METADATA");
+  if (!text.has_value()) return;
+  for (absl::string_view item : absl::StrSplit(*text, ',')) {
+    const size_t eq = item.find('=');
+    if (eq == absl::string_view::npos) {
+      r.Note(absl::StrCat("CONFIG_GRPC_XDS_NODE_METADATA: item '", item,
+                          "' has no '=' and is skipped, as in the reference"));
+      continue;
+    }
+    x.node_metadata.emplace_back(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
+  }
+}
+
+// CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS: an envconfig map, "k:v,k2:v2", sent as gRPC metadata
+// (keys lowercased, as Go's metadata.New does; gRPC refuses other characters in them).
+void ApplyAdditionalHeaders(EnvReader& r, XdsSettings& x) {
+  std::optional<std::string> text = r.Get("CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS");
+  if (!text.has_value()) return;
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> pairs = ParseGoStringMap(*text);
+  if (!pairs.ok()) {
+    r.Refuse("CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", StdView(pairs.status().message()));
+    return;
+  }
+  for (auto& [key, value] : *pairs) {
+    key = absl::AsciiStrToLower(key);
+    const bool key_ok =
+        !key.empty() && !absl::StartsWith(key, "grpc-") &&
+        key.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") == std::string::npos;
+    const bool binary = absl::EndsWith(key, "-bin");
+    const bool value_ok = binary || std::all_of(value.begin(), value.end(),
+                                                [](char c) { return c >= 0x20 && c <= 0x7e; });
+    if (!key_ok || !value_ok) {
+      r.Refuse("CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS",
+               absl::StrCat("'", key, "' is not a valid gRPC metadata ",
+                            key_ok ? "value" : "key (a-z, 0-9, '-', '_', '.'; not grpc-)"));
+      continue;
+    }
+    x.additional_headers.emplace_back(std::move(key), std::move(value));
+  }
+}
+
+void ApplyXds(EnvReader& r) {
+  XdsSettings& x = r.settings().xds_settings;
+  if (auto url = r.Get("CONFIG_GRPC_XDS_SERVER_URL")) x.server_url = *url;
+  if (auto id = r.Get("CONFIG_GRPC_XDS_NODE_ID")) x.node_id = *id;
+  ApplyNodeMetadata(r, x);
+  ApplyAdditionalHeaders(r, x);
+  if (auto d = r.Duration("CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "3s")) {
+    if (d->count() > 0) {
+      x.connect_retry_interval = *d;
+    } else {
+      r.Refuse("CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "must be positive");
+    }
+  }
+  x.use_tls = r.Bool("CONFIG_GRPC_XDS_SERVER_USE_TLS", false).value_or(false);
+  const std::vector<std::string_view> tls = {
+      "CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "CONFIG_GRPC_XDS_CLIENT_TLS_KEY",
+      "CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "CONFIG_GRPC_XDS_SERVER_TLS_SAN"};
+  if (x.use_tls) {
+    x.client_tls_cert = r.Get(tls[0]).value_or("");
+    x.client_tls_key = r.Get(tls[1]).value_or("");
+    x.server_tls_ca = r.Get(tls[2]).value_or("");
+    x.server_tls_san = r.Get(tls[3]).value_or("");
+    if (x.client_tls_cert.empty() != x.client_tls_key.empty()) {
+      r.Refuse(x.client_tls_cert.empty() ? tls[0] : tls[1],
+               "CONFIG_GRPC_XDS_CLIENT_TLS_CERT and _KEY go together; set both or neither");
+    }
+  } else {
+    r.NoteUnused(tls, "CONFIG_GRPC_XDS_SERVER_USE_TLS");
+  }
+  if (auto d = r.Duration("XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "10s")) x.backoff_initial = *d;
+  if (auto d = r.Duration("XDS_CLIENT_BACKOFF_MAX_INTERVAL", "60s")) x.backoff_max = *d;
+  if (auto f = r.Get("XDS_CLIENT_BACKOFF_RANDOM_FACTOR")) {
+    double factor = 0;
+    if (absl::SimpleAtod(*f, &factor) && std::isfinite(factor)) {
+      x.backoff_factor = factor;
+    } else {
+      r.Refuse("XDS_CLIENT_BACKOFF_RANDOM_FACTOR", absl::StrCat("'", *f, "' is not a number"));
+    }
+  }
+  if (auto b = r.Bool("XDS_CLIENT_BACKOFF_JITTER", true)) x.backoff_jitter = *b;
+  if (auto n = r.Int("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", 0, std::numeric_limits<int32_t>::max(),
+                     std::nullopt)) {
+    x.max_message_bytes = static_cast<size_t>(*n);
+  }
+}
+
 void ApplyConfig(EnvReader& r) {
   ServerSettings& s = r.settings();
   const std::string type = absl::AsciiStrToUpper(r.GetOr("CONFIG_TYPE", "FILE").value_or("FILE"));
+  const std::vector<std::string_view> xds_variables = {
+      "CONFIG_GRPC_XDS_NODE_ID",
+      "CONFIG_GRPC_XDS_NODE_METADATA",
+      "CONFIG_GRPC_XDS_SERVER_URL",
+      "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL",
+      "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS",
+      "CONFIG_GRPC_XDS_SERVER_USE_TLS",
+      "CONFIG_GRPC_XDS_CLIENT_TLS_CERT",
+      "CONFIG_GRPC_XDS_CLIENT_TLS_KEY",
+      "CONFIG_GRPC_XDS_SERVER_TLS_CACERT",
+      "CONFIG_GRPC_XDS_SERVER_TLS_SAN",
+      "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL",
+      "XDS_CLIENT_BACKOFF_MAX_INTERVAL",
+      "XDS_CLIENT_BACKOFF_RANDOM_FACTOR",
+      "XDS_CLIENT_BACKOFF_JITTER",
+      "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES"};
   if (type == "GRPC_XDS_SOTW") {
-    r.Refuse("CONFIG_TYPE", "GRPC_XDS_SOTW (xDS) is not supported this release; use FILE");
-  } else if (type != "FILE") {
-    r.Refuse("CONFIG_TYPE", absl::StrCat("unknown type '", type, "' (FILE)"));
+    if (r.FlagGiven("--config")) {
+      r.Refuse("CONFIG_TYPE", "GRPC_XDS_SOTW takes the config from xDS; do not give --config too");
+    }
+    s.xds = true;
+    ApplyXds(r);
+  } else if (type == "FILE") {
+    r.NoteUnused(xds_variables, "CONFIG_TYPE=GRPC_XDS_SOTW");
+  } else {
+    r.Refuse("CONFIG_TYPE", absl::StrCat("unknown type '", type, "' (FILE or GRPC_XDS_SOTW)"));
   }
-  r.NoteUnused(
-      {"CONFIG_GRPC_XDS_NODE_ID", "CONFIG_GRPC_XDS_NODE_METADATA", "CONFIG_GRPC_XDS_SERVER_URL",
-       "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS",
-       "CONFIG_GRPC_XDS_SERVER_USE_TLS", "CONFIG_GRPC_XDS_CLIENT_TLS_CERT",
-       "CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "CONFIG_GRPC_XDS_SERVER_TLS_CACERT",
-       "CONFIG_GRPC_XDS_SERVER_TLS_SAN", "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL",
-       "XDS_CLIENT_BACKOFF_MAX_INTERVAL", "XDS_CLIENT_BACKOFF_RANDOM_FACTOR",
-       "XDS_CLIENT_BACKOFF_JITTER", "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES"},
-      "CONFIG_TYPE=GRPC_XDS_SOTW");
   if (!r.FlagGiven("--config")) {
     std::optional<std::string> root = r.GetOr("RUNTIME_ROOT", "/srv/runtime_data/current");
     std::optional<std::string> sub = r.Get("RUNTIME_SUBDIRECTORY");
@@ -238,6 +346,7 @@ void ApplyConfig(EnvReader& r) {
   if (!r.FlagGiven("--merge-domain-config")) {
     if (auto b = r.Bool("MERGE_DOMAIN_CONFIG", false)) s.merge_domains = *b;
   }
+  s.xds_settings.merge_domains = s.merge_domains;
   if (!r.FlagGiven("--force-start")) {
     if (auto b = r.Bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)) s.force_start = *b;
   }

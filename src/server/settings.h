@@ -40,12 +40,16 @@
 
 #include "src/server/rls/rls_headers.h"
 #include "src/server/stats/statsd_settings.h"
+#include "src/server/xds/xds_settings.h"
 
 namespace sluice::server {
 
 struct ServerSettings {
-  // Config: a file or a directory of *.yaml files.
+  // Config: a file or a directory of *.yaml files, or with `xds` (CONFIG_TYPE=GRPC_XDS_SOTW) from
+  // the management server of xds_settings (then `config` is unused).
   std::string config{};
+  bool xds = false;
+  XdsSettings xds_settings{};
   bool merge_domains = false;
   bool ignore_dotfiles = true;
   // Start (and stay up) without a loadable config; unhealthy until one loads.

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -243,7 +244,7 @@ TEST(Settings, RedisTypesBecomeStoreUrls) {
 // Verifies every refusal names its variable, and all of them are reported at once.
 TEST(Settings, RefusesWhatItCannotHonourByName) {
   absl::StatusOr<ServerSettings> s = Apply({{"BACKEND_TYPE", "memcache"},
-                                            {"CONFIG_TYPE", "GRPC_XDS_SOTW"},
+                                            {"CONFIG_TYPE", "CONSUL"},
                                             {"TRACING_ENABLED", "true"},
                                             {"LOG_LEVEL", "loud"},
                                             {"USE_DOG_STATSD", "true"},
@@ -253,7 +254,7 @@ TEST(Settings, RefusesWhatItCannotHonourByName) {
   ASSERT_TRUE(absl::IsInvalidArgument(s.status()));
   const std::string message(s.status().message());
   for (const char* name :
-       {"BACKEND_TYPE: memcache", "CONFIG_TYPE: GRPC_XDS_SOTW",
+       {"BACKEND_TYPE: memcache", "CONFIG_TYPE: unknown type 'CONSUL'",
         "TRACING_ENABLED:", "LOG_LEVEL: unknown level 'loud'",
         "USE_DOG_STATSD:", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT:",
         "EXPIRATION_JITTER_MAX_SECONDS:", "GRPC_MAX_CONNECTION_AGE: invalid duration"}) {
@@ -306,6 +307,121 @@ TEST(Settings, ReferenceSemanticsHonourStopCacheKeyIncrementWhenOverlimit) {
   s = Apply(with({{"SLUICE_REFERENCE_SEMANTICS", "maybe"}}));
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("SLUICE_REFERENCE_SEMANTICS:"));
+}
+
+TEST(Settings, XdsTakesTheReferencesDefaults) {
+  auto vars = kRedisTcp;
+  vars["CONFIG_TYPE"] = "GRPC_XDS_SOTW";
+  absl::StatusOr<ServerSettings> s = Apply(vars);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->xds);
+  const XdsSettings& x = s->xds_settings;
+  EXPECT_EQ(x.server_url, "localhost:18000");
+  EXPECT_EQ(x.node_id, "default");
+  EXPECT_THAT(x.node_metadata, IsEmpty());
+  EXPECT_THAT(x.additional_headers, IsEmpty());
+  EXPECT_EQ(x.connect_retry_interval, std::chrono::seconds(3));
+  EXPECT_FALSE(x.use_tls);
+  EXPECT_EQ(x.backoff_initial, std::chrono::seconds(10));
+  EXPECT_EQ(x.backoff_max, std::chrono::seconds(60));
+  EXPECT_EQ(x.backoff_factor, 0.5);
+  EXPECT_TRUE(x.backoff_jitter);
+  EXPECT_EQ(x.max_message_bytes, 0u);
+  EXPECT_FALSE(x.merge_domains);
+  EXPECT_FALSE(s->force_start);
+}
+
+TEST(Settings, XdsHonoursEveryVariable) {
+  auto vars = kRedisTcp;
+  vars.insert(
+      {{"CONFIG_TYPE", "grpc_xds_sotw"},
+       {"CONFIG_GRPC_XDS_SERVER_URL", "eg.envoy-gateway-system:18001"},
+       {"CONFIG_GRPC_XDS_NODE_ID", "rl"},
+       {"CONFIG_GRPC_XDS_NODE_METADATA", "zone=eu,a=b=c,key1:val1"},
+       {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "500ms"},
+       {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "X-Tenant:blue,authorization:Bearer t"},
+       {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"},
+       {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/c.pem"},
+       {"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "/c.key"},
+       {"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "/ca.pem"},
+       {"CONFIG_GRPC_XDS_SERVER_TLS_SAN", "eg.local"},
+       {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "1s"},
+       {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "2m"},
+       {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "1.5"},
+       {"XDS_CLIENT_BACKOFF_JITTER", "false"},
+       {"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "8388608"},
+       {"MERGE_DOMAIN_CONFIG", "true"},
+       {"FORCE_START_WITHOUT_INITIAL_CONFIG", "true"}});
+  absl::StatusOr<ServerSettings> s = Apply(vars);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE(s->xds);
+  const XdsSettings& x = s->xds_settings;
+  EXPECT_EQ(x.server_url, "eg.envoy-gateway-system:18001");
+  EXPECT_EQ(x.node_id, "rl");
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  // Split at the first '=', as the reference; an item without one is skipped (and noted).
+  EXPECT_EQ(x.node_metadata, (Pairs{{"zone", "eu"}, {"a", "b=c"}}));
+  EXPECT_THAT(absl::StrJoin(s->notes, "\n"), HasSubstr("'key1:val1' has no '='"));
+  EXPECT_EQ(x.additional_headers, (Pairs{{"x-tenant", "blue"}, {"authorization", "Bearer t"}}));
+  EXPECT_EQ(x.connect_retry_interval, std::chrono::milliseconds(500));
+  EXPECT_TRUE(x.use_tls);
+  EXPECT_EQ(x.client_tls_cert, "/c.pem");
+  EXPECT_EQ(x.client_tls_key, "/c.key");
+  EXPECT_EQ(x.server_tls_ca, "/ca.pem");
+  EXPECT_EQ(x.server_tls_san, "eg.local");
+  EXPECT_EQ(x.backoff_initial, std::chrono::seconds(1));
+  EXPECT_EQ(x.backoff_max, std::chrono::minutes(2));
+  EXPECT_EQ(x.backoff_factor, 1.5);
+  EXPECT_FALSE(x.backoff_jitter);
+  EXPECT_EQ(x.max_message_bytes, 8u << 20);
+  EXPECT_TRUE(x.merge_domains);
+  EXPECT_TRUE(s->force_start);
+}
+
+TEST(Settings, XdsRefusesBadValuesByName) {
+  auto vars = kRedisTcp;
+  vars.insert({{"CONFIG_TYPE", "GRPC_XDS_SOTW"},
+               {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "0s"},
+               {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "novalue"},
+               {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "maybe"},
+               {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "10"},
+               {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "half"},
+               {"XDS_CLIENT_BACKOFF_JITTER", "sometimes"},
+               {"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "-1"}});
+  absl::StatusOr<ServerSettings> s = Apply(vars);
+  ASSERT_TRUE(absl::IsInvalidArgument(s.status()));
+  const std::string message(s.status().message());
+  for (const char* name :
+       {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL: must be positive",
+        "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS:", "CONFIG_GRPC_XDS_SERVER_USE_TLS:",
+        "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL:", "XDS_CLIENT_BACKOFF_RANDOM_FACTOR: 'half'",
+        "XDS_CLIENT_BACKOFF_JITTER:", "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES:"}) {
+    EXPECT_THAT(message, HasSubstr(name));
+  }
+  vars = kRedisTcp;
+  vars.insert({{"CONFIG_TYPE", "GRPC_XDS_SOTW"},
+               {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"},
+               {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/c.pem"},
+               {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "grpc-timeout:1"}});
+  const std::string tls(Apply(vars).status().message());
+  EXPECT_THAT(tls, HasSubstr("CONFIG_GRPC_XDS_CLIENT_TLS_CERT and _KEY go together"));
+  EXPECT_THAT(tls, HasSubstr("'grpc-timeout' is not a valid gRPC metadata key"));
+}
+
+TEST(Settings, XdsVariablesAreNotedAsUnusedWithFiles) {
+  auto vars = kRedisTcp;
+  vars["CONFIG_GRPC_XDS_SERVER_URL"] = "x:1";
+  absl::StatusOr<ServerSettings> s = Apply(vars);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE(s->xds);
+  EXPECT_THAT(absl::StrJoin(s->notes, "\n"),
+              HasSubstr("CONFIG_GRPC_XDS_SERVER_URL is set but unused"));
+  ServerSettings with_config;
+  with_config.config = "/etc/sluice";
+  EXPECT_THAT(
+      std::string(
+          Apply({{"CONFIG_TYPE", "GRPC_XDS_SOTW"}}, {"--config"}, with_config).status().message()),
+      HasSubstr("do not give --config too"));
 }
 
 TEST(Settings, TheReferencesUnixSocketDefaultIsRefusedUnlessAStoreIsGiven) {

@@ -27,9 +27,15 @@ Route RlConfigRoute(const RateLimitService& service) {
   return Route{.path = "/rlconfig",
                .handler = [&service](const HttpRequest& /*request*/, HttpServer::Respond respond) {
                  std::shared_ptr<const RateLimitConfig> config = service.config();
-                 std::move(respond)(HttpResponse{.status = 200,
-                                                 .content_type = "text/plain",
-                                                 .body = config != nullptr ? config->Dump() : ""});
+                 std::string body;
+                 if (config != nullptr) {
+                   // A comment line first, so that the rules below stay the reference's Dump().
+                   const std::string origin = service.config_origin();
+                   if (!origin.empty()) body = "# config: " + origin + "\n";
+                   body += config->Dump();
+                 }
+                 std::move(respond)(HttpResponse{
+                     .status = 200, .content_type = "text/plain", .body = std::move(body)});
                }};
 }
 

@@ -63,7 +63,8 @@ inline std::string_view PathOf(std::string_view target) {
 
 // RlConfigRoute()
 //
-// GET /rlconfig: the loaded rules, one per line (empty before a config is loaded).
+// GET /rlconfig: "# config: <origin>" when the service knows where its config came from, then the
+// loaded rules, one per line (empty before a config is loaded).
 Route RlConfigRoute(const RateLimitService& service);
 
 // MetricsRoute()

@@ -40,9 +40,16 @@ RateLimitService::RateLimitService(Store& store, RlsObserver& observer,
       over_limit_store_(MakeOverLimitStore(store, options_, clock_)),
       executor_(over_limit_store_ != nullptr ? *over_limit_store_ : store, clock_) {}
 
-void RateLimitService::SetConfig(std::shared_ptr<const RateLimitConfig> config) {
+void RateLimitService::SetConfig(std::shared_ptr<const RateLimitConfig> config,
+                                 std::string origin) {
   internal::MutexLock lock(&mu_);
   config_ = std::move(config);
+  config_origin_ = std::move(origin);
+}
+
+std::string RateLimitService::config_origin() const {
+  internal::MutexLock lock(&mu_);
+  return config_origin_;
 }
 
 std::shared_ptr<const RateLimitConfig> RateLimitService::config() const {

@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
@@ -97,8 +98,12 @@ class RateLimitService {
   RateLimitService& operator=(const RateLimitService&) = delete;
   ~RateLimitService() = default;
 
-  void SetConfig(std::shared_ptr<const RateLimitConfig> config);
+  // Serves `config` from now on; `origin` says where it came from, for /rlconfig (a file path, or
+  // "xds <server url> version <v>").
+  void SetConfig(std::shared_ptr<const RateLimitConfig> config, std::string origin = "");
   std::shared_ptr<const RateLimitConfig> config() const;
+  // Where the config served came from, or "" (none loaded, or not said).
+  std::string config_origin() const;
 
   // RateLimitService::Decide()
   //
@@ -122,6 +127,7 @@ class RateLimitService {
   PlanExecutor executor_;
   mutable internal::Mutex mu_;
   std::shared_ptr<const RateLimitConfig> config_ ABSL_GUARDED_BY(mu_);
+  std::string config_origin_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::server

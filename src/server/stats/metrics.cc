@@ -286,6 +286,11 @@ void Metrics::SetServerStateSource(absl::AnyInvocable<ServerState() const> sourc
   server_state_ = std::move(source);
 }
 
+void Metrics::SetXdsStateSource(absl::AnyInvocable<XdsState() const> source) {
+  internal::MutexLock lock(&source_mu_);
+  xds_state_ = std::move(source);
+}
+
 void Metrics::SetRenderHookForTest(std::function<void()> hook) {
   internal::MutexLock lock(&mu_);
   render_hook_ = std::move(hook);
@@ -356,10 +361,12 @@ std::string Metrics::Render() const {
   }
   StoreState state;
   std::optional<ServerState> server;
+  std::optional<XdsState> xds;
   {
     internal::MutexLock lock(&source_mu_);
     if (store_state_) state = store_state_();
     if (server_state_) server = server_state_();
+    if (xds_state_) xds = xds_state_();
   }
   header("ratelimit_service_should_rate_limit_error_total", "counter",
          "Requests that failed: redis_error in the store, service_error malformed.");
@@ -498,6 +505,20 @@ std::string Metrics::Render() const {
     counter("sluice_grpc_silent_connections_closed_total",
             "gRPC connections closed for sending nothing within the first-bytes timeout.",
             server->grpc_silent_connections_closed);
+  }
+  if (xds.has_value()) {
+    counter("sluice_xds_responses_total", "DiscoveryResponses received from the xDS server.",
+            xds->responses);
+    counter("sluice_xds_acks_total", "xDS responses applied and ACKed.", xds->acks);
+    counter("sluice_xds_nacks_total", "xDS responses refused and NACKed (the config stays).",
+            xds->nacks);
+    counter("sluice_xds_streams_total", "xDS streams opened (subscriptions and re-subscriptions).",
+            xds->streams);
+    counter("sluice_xds_stream_failures_total",
+            "xDS streams that ended, or connections to the xDS server that could not be made.",
+            xds->stream_failures);
+    header("sluice_xds_connected", "gauge", "1 while a stream to the xDS server is open.");
+    absl::StrAppend(&out, "sluice_xds_connected ", xds->connected ? 1 : 0, "\n");
   }
   header("sluice_metrics_series_bytes", "gauge",
          "Bytes the per-rule and unknown-domain series take (bounded).");

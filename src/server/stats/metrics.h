@@ -92,6 +92,16 @@ struct ServerState {
   uint64_t grpc_silent_connections_closed = 0;
 };
 
+// The xDS client's counters (CONFIG_TYPE=GRPC_XDS_SOTW; src/server/xds/xds_client.h).
+struct XdsState {
+  uint64_t responses = 0;
+  uint64_t acks = 0;
+  uint64_t nacks = 0;
+  uint64_t streams = 0;
+  uint64_t stream_failures = 0;
+  bool connected = false;
+};
+
 struct MetricsOptions {
   // Most per-rule series (and, separately, unknown domains) kept; further label sets are folded
   // into an overflow series. Default: 10000.
@@ -157,6 +167,9 @@ class Metrics final : public RlsObserver {
   // Where the listener and gRPC counters come from; called as the store source is. Default: none
   // (no such series).
   void SetServerStateSource(absl::AnyInvocable<ServerState() const> source);
+  // Where the xDS client's counters come from; called as the store source is. Default: none (no
+  // sluice_xds_* series).
+  void SetXdsStateSource(absl::AnyInvocable<XdsState() const> source);
 
   // Metrics::Render()
   //
@@ -229,6 +242,7 @@ class Metrics final : public RlsObserver {
   mutable internal::Mutex source_mu_;
   absl::AnyInvocable<StoreState() const> store_state_ ABSL_GUARDED_BY(source_mu_);
   absl::AnyInvocable<ServerState() const> server_state_ ABSL_GUARDED_BY(source_mu_);
+  absl::AnyInvocable<XdsState() const> xds_state_ ABSL_GUARDED_BY(source_mu_);
   std::atomic<size_t> series_bytes_{0};
   std::atomic<uint64_t> series_folded_{0};
   std::atomic<uint64_t> store_errors_{0};

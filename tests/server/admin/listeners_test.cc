@@ -58,6 +58,10 @@ TEST(DebugHandler, ServesTheLoadedRulesAndItsIndex) {
   HttpResponse r = Get(handler, "/rlconfig");
   EXPECT_EQ(r.status, 200);
   EXPECT_THAT(r.body, HasSubstr("d.k"));
+  // Where the config came from, when the service was told, as a comment line first.
+  service.SetConfig(*config, "xds 127.0.0.1:18000 version v7");
+  EXPECT_THAT(Get(handler, "/rlconfig").body,
+              ::testing::StartsWith("# config: xds 127.0.0.1:18000 version v7\nd.k"));
   EXPECT_THAT(Get(handler, "/").body, HasSubstr("/rlconfig"));
   EXPECT_EQ(Get(handler, "/json").status, 404);
 }
