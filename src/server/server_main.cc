@@ -309,6 +309,7 @@ int RunServer(const ServerSettings& settings) {
                                      .accept_failures = g.listener.accept_failures}},
                       .grpc_in_flight = g.in_flight,
                       .grpc_rejected_in_flight = g.rejected_in_flight,
+                      .grpc_rejected_connection_share = g.rejected_connection_share,
                       .grpc_unparsable_requests = g.unparsable_requests,
                       .grpc_silent_connections_closed = g.silent_closed};
     for (size_t i = 0; i < http_servers.size(); ++i) {

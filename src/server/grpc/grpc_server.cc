@@ -331,6 +331,7 @@ GrpcServerStats GrpcServer::Stats() const {
     const GrpcCallStats calls = service->CallStats();
     stats.in_flight += calls.in_flight;
     stats.rejected_in_flight += calls.rejected_in_flight;
+    stats.rejected_connection_share += calls.rejected_connection_share;
     stats.unparsable_requests += calls.unparsable_requests;
   }
   if (impl_->h2 != nullptr) {

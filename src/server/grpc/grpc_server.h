@@ -59,9 +59,9 @@ struct GrpcServerOptions {
   std::string tls_cert_file{};
   std::string tls_key_file{};
   std::string tls_client_ca_file{};
-  // Decisions in flight (waiting for the store) beyond which a call is answered
-  // RESOURCE_EXHAUSTED at once, for the rate limit service the server makes itself (the
-  // constructors taking a RateLimitService); a GrpcService given to it carries its own bound.
+  // Calls in flight beyond which a call is answered RESOURCE_EXHAUSTED at once, each connection
+  // with its share of them (fair_scheduler.h), for the rate limit service the server makes itself
+  // (the constructors taking a RateLimitService); a GrpcService given to it carries its own bound.
   // Default: 10,000.
   size_t max_in_flight = 10'000;
   // Open connections beyond which new ones are closed at once (only where sluiced accepts them
@@ -86,10 +86,13 @@ struct GrpcServerOptions {
 };
 
 struct GrpcServerStats {
-  // Over its services (GrpcService::CallStats()): decisions waiting for the store now.
+  // Over its services (GrpcService::CallStats()): calls in flight now (waiting for their turn,
+  // deciding, or waiting for the store).
   size_t in_flight = 0;
   // Calls answered RESOURCE_EXHAUSTED because `max_in_flight` were in flight.
   uint64_t rejected_in_flight = 0;
+  // Calls answered RESOURCE_EXHAUSTED because their connection held its share of them.
+  uint64_t rejected_connection_share = 0;
   // Calls whose bytes were not a RateLimitRequest.
   uint64_t unparsable_requests = 0;
   // The listener's counters, when sluiced accepts the connections itself; else zeros.

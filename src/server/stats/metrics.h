@@ -88,6 +88,7 @@ struct ServerState {
   std::vector<ListenerState> listeners{};
   size_t grpc_in_flight = 0;
   uint64_t grpc_rejected_in_flight = 0;
+  uint64_t grpc_rejected_connection_share = 0;
   uint64_t grpc_unparsable_requests = 0;
   uint64_t grpc_silent_connections_closed = 0;
 };

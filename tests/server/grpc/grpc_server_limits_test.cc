@@ -93,9 +93,11 @@ TEST_P(GrpcServerLimitsTest, GarbageRequestIsInvalidArgument) {
   EXPECT_EQ(server_->Stats().unparsable_requests, 20u);
 }
 
-// Verifies a bound on decisions in flight: against a store that answers only when told, 20
-// concurrent calls with a bound of 8 give 12 RESOURCE_EXHAUSTED while the 8 are still held (the
-// service never saw the 12: 8 store calls pending), and the 8 complete once released.
+// Verifies the bound on calls in flight: against a store that answers only when told, 20
+// concurrent calls on one connection with a bound of 8 give 7 held and 13 RESOURCE_EXHAUSTED (the
+// 8th is kept for other connections, fair_scheduler.h; the service never saw the 13: 7 store calls
+// pending); another connection's call takes the 8th, a third connection's is refused by the bound
+// itself; all held complete once released.
 TEST_P(GrpcServerLimitsTest, CallsBeyondMaxInFlightAreResourceExhaustedAtOnce) {
   Start({.max_in_flight = 8}, /*deferred=*/true);
   std::shared_ptr<grpc::Channel> channel = NewChannel(server_->port());
@@ -118,15 +120,28 @@ TEST_P(GrpcServerLimitsTest, CallsBeyondMaxInFlightAreResourceExhaustedAtOnce) {
         });
   }
   ASSERT_TRUE(testing::WaitFor(
-      [&] { return exhausted.load() == kCalls - 8 && deferred_->pending() == 8; }, 10'000))
+      [&] { return exhausted.load() == kCalls - 7 && deferred_->pending() == 7; }, 10'000))
       << "exhausted " << exhausted.load() << ", pending " << deferred_->pending();
-  EXPECT_EQ(server_->Stats().in_flight, 8u);
-  EXPECT_EQ(server_->Stats().rejected_in_flight, static_cast<uint64_t>(kCalls - 8));
+  EXPECT_EQ(server_->Stats().in_flight, 7u);
+  EXPECT_EQ(server_->Stats().rejected_connection_share, static_cast<uint64_t>(kCalls - 7));
+  EXPECT_EQ(server_->Stats().rejected_in_flight, 0u);
+  // The 8th, on another connection; then the bound itself, on a third.
+  auto second =
+      envoy::service::ratelimit::v3::RateLimitService::NewStub(NewChannel(server_->port()));
+  std::promise<grpc::Status> second_done;
+  grpc::ClientContext second_context;
+  RateLimitResponse second_response;
+  second->async()->ShouldRateLimit(&second_context, &request, &second_response,
+                                   [&second_done](grpc::Status s) { second_done.set_value(s); });
+  ASSERT_TRUE(testing::WaitFor([&] { return deferred_->pending() == 8; }, 10'000));
+  EXPECT_EQ(Call(NewChannel(server_->port())).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(server_->Stats().rejected_in_flight, 1u);
   EXPECT_EQ(deferred_->RunPendingOnThread(), 8u);
   int ok = 0;
   for (auto& d : done) ok += d.get_future().get().ok() ? 1 : 0;
-  EXPECT_EQ(ok, 8);
-  EXPECT_EQ(exhausted.load(), kCalls - 8);
+  EXPECT_EQ(ok, 7);
+  EXPECT_TRUE(second_done.get_future().get().ok());
+  EXPECT_EQ(exhausted.load(), kCalls - 7);
   EXPECT_EQ(server_->Stats().in_flight, 0u);
   // The bound is on what is in flight, not a total: the next call is served.
   std::promise<grpc::Status> next;
