@@ -67,6 +67,9 @@ struct GrpcServerOptions {
   // Open connections beyond which new ones are closed at once (only where sluiced accepts them
   // itself, see above). Default: 10,000; sluiced derives its default from the descriptor limit.
   size_t max_connections = 10'000;
+  // Open connections from one IP address beyond which its new ones are closed at once (only where
+  // sluiced accepts them itself, as `max_connections`); 0: no such cap. Default: 0.
+  size_t max_connections_per_address = 0;
   // At `max_connections`, a new connection closes the one that has waited longest without
   // sending a byte and takes its place; only when every connection has spoken is the new one
   // closed. Connections held open without a byte (an idle flood) then cannot keep new clients

@@ -484,6 +484,9 @@ std::string Metrics::Render() const {
     per_listener("sluice_listener_closed_idle_at_cap_total",
                  "Idle connections closed at the listener's cap to make room for a new one.",
                  &ListenerState::closed_idle_at_cap);
+    per_listener("sluice_listener_rejected_per_address_total",
+                 "Connections closed at once because their address had its cap open.",
+                 &ListenerState::rejected_per_address);
     per_listener("sluice_listener_accept_failures_total",
                  "Accepts that failed for lack of descriptors or memory (each followed by a wait).",
                  &ListenerState::accept_failures);

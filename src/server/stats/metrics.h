@@ -80,6 +80,7 @@ struct ListenerState {
   uint64_t accepted = 0;
   uint64_t rejected_over_cap = 0;
   uint64_t closed_idle_at_cap = 0;
+  uint64_t rejected_per_address = 0;
   uint64_t accept_failures = 0;
 };
 

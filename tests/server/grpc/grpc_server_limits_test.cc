@@ -10,8 +10,11 @@
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "gtest/gtest.h"
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "sluice/config.h"
 #include "sluice/memory_store.h"
@@ -152,6 +155,49 @@ TEST_P(GrpcServerLimitsTest, CallsBeyondMaxInFlightAreResourceExhaustedAtOnce) {
   ASSERT_TRUE(testing::WaitFor([&] { return deferred_->pending() == 1; }, 10'000));
   deferred_->RunPendingOnThread();
   EXPECT_TRUE(next.get_future().get().ok());
+}
+
+// Connects from `source` (a loopback address other than the server's) to 127.0.0.1:`port`;
+// returns the descriptor, or -1.
+int ConnectFrom(const char* source, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in from{.sin_family = AF_INET, .sin_port = 0, .sin_addr = {}, .sin_zero = {}};
+  ::inet_pton(AF_INET, source, &from.sin_addr);
+  sockaddr_in to{.sin_family = AF_INET,
+                 .sin_port = htons(static_cast<uint16_t>(port)),
+                 .sin_addr = {},
+                 .sin_zero = {}};
+  ::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Verifies the per-address cap: with 2 per address, a third connection from 127.0.0.1 is closed at
+// once and counted, and so is a call's; one from 127.0.0.2 is not; once the 2 go, 127.0.0.1 is
+// served again.
+TEST_P(GrpcServerLimitsTest, ConnectionsBeyondTheCapOfTheirAddressAreClosed) {
+  Start({.max_connections_per_address = 2, .close_idle_at_cap = false});
+  const int port = server_->port();
+  auto held = std::make_unique<testing::IdleConnections>(port, 2);
+  ASSERT_EQ(held->size(), 2u);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->Stats().listener.accepted == 2; }, 10'000));
+  testing::IdleConnections third(port, 1);
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_TRUE(testing::ClosedByPeer(third.fd(0), std::chrono::seconds(10)));
+  EXPECT_EQ(server_->Stats().listener.rejected_per_address, 1u);
+  EXPECT_EQ(server_->Stats().listener.rejected_over_cap, 0u);
+  const int other = ConnectFrom("127.0.0.2", port);
+  ASSERT_GE(other, 0);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->Stats().listener.accepted == 3; }, 10'000));
+  EXPECT_FALSE(testing::ClosedByPeerNow(other));
+  EXPECT_EQ(server_->Stats().listener.rejected_per_address, 1u);
+  ::close(other);
+  held.reset();
+  EXPECT_TRUE(testing::WaitFor([&] { return Call(NewChannel(port)).ok(); }, 10'000));
 }
 
 // Verifies the connection cap where sluiced accepts gRPC connections itself, with silent
