@@ -1,6 +1,7 @@
 #include "src/server/grpc/fair_scheduler.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <mutex>
 #include <utility>
 
@@ -16,7 +17,8 @@ struct FairScheduler::Connection {
   std::deque<Queued> queue;
   // Deficit round robin: the request bytes it may still run in its turn.
   size_t deficit = 0;
-  bool in_turn = false;  // At the ring's front, its quantum added.
+  // Which list of turns it is on: none, the new connections' or the old ones'.
+  enum class Ring : uint8_t { kNone, kNew, kOld } ring = Ring::kNone;
   bool busy() const { return running > 0 || !queue.empty(); }
 };
 
@@ -86,7 +88,7 @@ void FairScheduler::Run(const Ticket& ticket, size_t cost, absl::FunctionRef<voi
     internal::MutexLock lock(&mu_);
     // On this thread when nothing waits and no other connection runs anything: then there is no
     // one to be fair to, and no hand-over to pay.
-    alone = ring_.empty() && (busy_ == 0 || (busy_ == 1 && c->running > 0));
+    alone = queued_ == 0 && (busy_ == 0 || (busy_ == 1 && c->running > 0));
     if (alone) {
       if (!c->busy()) ++busy_;
       ++c->running;
@@ -105,7 +107,12 @@ void FairScheduler::Queue(Connection* c, size_t cost, Task task) {
   {
     internal::MutexLock lock(&mu_);
     if (!c->busy()) ++busy_;
-    if (c->queue.empty()) ring_.push_back(c);
+    if (c->ring == Connection::Ring::kNone) {
+      // A connection with nothing waiting starts on the new list, a quantum to spend.
+      c->ring = Connection::Ring::kNew;
+      c->deficit = quantum_;
+      new_ring_.push_back(c);
+    }
     c->queue.push_back(Queued{.cost = cost + kCallCost, .task = std::move(task)});
     ++queued_;
   }
@@ -130,36 +137,45 @@ void FairScheduler::DoneRunning(Connection* c) {
 }
 
 void FairScheduler::ForgetIfIdle(Connection* c) {
-  if (c->in_flight > 0 || c->busy()) return;
+  if (c->in_flight > 0 || c->busy() || c->ring != Connection::Ring::kNone) return;
   auto it = connections_.find(internal::AbslView(c->name));
   connections_.erase(it);
 }
 
 FairScheduler::Queued FairScheduler::PopLocked(Connection*& from) {
+  using Ring = Connection::Ring;
   for (;;) {
-    Connection* c = ring_.front();
-    if (!c->in_turn) {
-      // Its turn begins: a quantum more to spend, beside what it did not spend last time.
-      c->in_turn = true;
-      c->deficit += quantum_;
+    // The new connections' turns first: a connection that makes a call now and then waits behind
+    // no flood, however many connections have calls queued.
+    std::deque<Connection*>& ring = new_ring_.empty() ? old_ring_ : new_ring_;
+    Connection* c = ring.front();
+    if (c->queue.empty()) {
+      // Only on the old list: it emptied there, or as a new one (below). Off the lists now.
+      ring.pop_front();
+      c->ring = Ring::kNone;
+      c->deficit = 0;
+      ForgetIfIdle(c);
+      continue;
     }
     Queued& head = c->queue.front();
     if (c->deficit < head.cost) {
-      // Its turn ends; the next connection's begins.
-      c->in_turn = false;
-      ring_.pop_front();
-      ring_.push_back(c);
+      // Its turn ends: a quantum more for the next, at the end of the old list.
+      c->deficit += quantum_;
+      ring.pop_front();
+      old_ring_.push_back(c);
+      c->ring = Ring::kOld;
       continue;
     }
     c->deficit -= head.cost;
     Queued out = std::move(head);
     c->queue.pop_front();
     --queued_;
-    if (c->queue.empty()) {
-      // A connection keeps no credit while it has nothing waiting.
-      c->deficit = 0;
-      c->in_turn = false;
-      ring_.pop_front();
+    if (c->queue.empty() && c->ring == Ring::kNew) {
+      // An emptied new connection waits a round on the old list before it can be new again, so
+      // that a flood cannot stay new by emptying its queue and filling it again.
+      new_ring_.pop_front();
+      old_ring_.push_back(c);
+      c->ring = Ring::kOld;
     }
     from = c;
     return out;

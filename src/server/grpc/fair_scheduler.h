@@ -139,8 +139,10 @@ class FairScheduler {
   std::condition_variable_any work_;  // A call was queued, or stopping.
   std::condition_variable_any idle_;  // in_flight_ reached 0.
   absl::node_hash_map<std::string, Connection> connections_ ABSL_GUARDED_BY(mu_);
-  // Connections with calls waiting, in round-robin order.
-  std::deque<Connection*> ring_ ABSL_GUARDED_BY(mu_);
+  // Connections with calls waiting, in round-robin order: those that had none waiting when they
+  // queued (served first), and the others.
+  std::deque<Connection*> new_ring_ ABSL_GUARDED_BY(mu_);
+  std::deque<Connection*> old_ring_ ABSL_GUARDED_BY(mu_);
   size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   size_t queued_ ABSL_GUARDED_BY(mu_) = 0;
   // Connections with calls running or waiting to run.

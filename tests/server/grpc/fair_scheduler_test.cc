@@ -161,6 +161,60 @@ TEST(FairScheduler, QueuedCallsRunRoundRobinBetweenConnections) {
   EXPECT_EQ(s.Stats().ran_queued, 7u);
 }
 
+// Verifies a connection with nothing waiting goes first: "f" queues 8 calls (4 per turn at a
+// quantum of 4 calls); while its 5th runs, in its second turn, "p" queues one, which runs next,
+// before f's turn goes on.
+TEST(FairScheduler, ConnectionWithNothingWaitingGoesFirst) {
+  FairScheduler s({.threads = 1, .quantum = 256});
+  FairScheduler::Ticket a;
+  ASSERT_EQ(s.Admit("a", a), Refusal::kNone);
+  internal::Mutex mu;
+  std::string order;
+  std::promise<void> fifth_running;
+  std::promise<void> release_fifth;
+  std::promise<void> all_ran;
+  int left = 9;
+  auto task = [&](const std::string& name, FairScheduler::Ticket t, bool hold) {
+    return [&, name, t, hold] {
+      {
+        internal::MutexLock lock(&mu);
+        order += name;
+      }
+      if (hold) {
+        fifth_running.set_value();
+        release_fifth.get_future().wait();
+      }
+      s.Release(t);
+      internal::MutexLock lock(&mu);
+      if (--left == 0) all_ran.set_value();
+    };
+  };
+  // "a" runs on this thread while the others queue, so that nothing runs on the caller's thread.
+  s.Run(
+      a, 0,
+      [&] {
+        for (int i = 0; i < 8; ++i) {
+          FairScheduler::Ticket t;
+          ASSERT_EQ(s.Admit("f", t), Refusal::kNone);
+          s.Run(
+              t, 0, [] { ADD_FAILURE() << "ran on the caller's thread"; },
+              [&, t, i]() -> FairScheduler::Task { return task("f", t, i == 4); });
+        }
+        fifth_running.get_future().wait();
+        FairScheduler::Ticket t;
+        ASSERT_EQ(s.Admit("p", t), Refusal::kNone);
+        s.Run(
+            t, 0, [] { ADD_FAILURE() << "ran on the caller's thread"; },
+            [&, t]() -> FairScheduler::Task { return task("p", t, false); });
+        release_fifth.set_value();
+      },
+      []() -> FairScheduler::Task { return [] {}; });
+  s.Release(a);
+  all_ran.get_future().wait();
+  internal::MutexLock lock(&mu);
+  EXPECT_EQ(order, "fffffpfff");
+}
+
 // Verifies the deficit counts bytes: with a quantum of 1,000 bytes (a call costs its bytes + 64),
 // a connection of 936-byte calls runs one per turn while one of 36-byte calls runs ten.
 TEST(FairScheduler, TurnsAreSharedByRequestBytes) {
