@@ -20,6 +20,8 @@
 #                               in a row (5 of each protocol) are answered OK within 20 ms
 #                               (Envoy's default rate limit timeout); "-" if none within the run.
 # SLUICED_FLAGS are added to every sluiced (e.g. "--memory-release-step-bytes 0" to compare).
+# ATTACK_ONLY, an extended regular expression, runs only the rows whose name it matches (and
+# starts only the servers they need), e.g. ATTACK_ONLY='gRPC flood' for the two flood rows.
 # The table is printed (Markdown) and written, one row per attack, to
 # $RESULTS_DIR/attack-<UTC time>.csv (RESULTS_DIR defaults to bench/results).
 set -euo pipefail
@@ -101,6 +103,7 @@ start_redis() {
 attack() {
   local name=$1 load=$2 probe_flags=$3
   shift 3
+  wanted "$name" || return 0
   local out="$WORK/probe-${#PIDS[@]}-$RANDOM" stop="$WORK/stop-$RANDOM"
   # shellcheck disable=SC2086 # PROBE_FLAGS is a list of flags.
   "$TOOL" probe --grpc "127.0.0.1:$GRPC_PORT" --http "127.0.0.1:$HTTP_PORT" --pid "$SLUICED_PID" \
@@ -153,6 +156,9 @@ print("\t".join([name, load, mb(before[-1] if before else 0), mb(max(peak)),
 PY
 }
 
+# wanted NAME...: whether ATTACK_ONLY selects any of these rows (all when it is unset).
+wanted() { [ -z "${ATTACK_ONLY:-}" ] || printf '%s\n' "$@" | grep -Eq -- "$ATTACK_ONLY"; }
+
 idle() { "$TOOL" idle --port "$1" --count "$2" --seconds "$ATTACK"; }
 idle_both() {
   "$TOOL" idle --port "$HTTP_PORT" --count "$1" --seconds "$ATTACK" >/dev/null &
@@ -182,42 +188,66 @@ echo "# $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); ${ATTACK}
 
 # Idle connections under `ulimit -n 256`: sluiced's default caps (a quarter each, 64), then the
 # caps raised so that descriptors run out.
-start_sluiced 256
-attack "none (probe alone)" "-" "" sleep "$ATTACK"
-attack "idle conns, HTTP, default cap" "1,000 idle, ulimit -n 256, cap 64; probe on new conns" \
-  --fresh idle "$HTTP_PORT" 1000
-attack "idle conns, gRPC, default cap" "1,000 idle, ulimit -n 256, cap 64; probe on new conns" \
-  --fresh idle "$GRPC_PORT" 1000
-stop_sluiced
-start_sluiced 256 --http-max-connections 100000 --grpc-max-connections 100000
-attack "idle conns past the fd limit, both ports" \
-  "1,000 idle on each, ulimit -n 256, caps off; probe on new conns" --fresh idle_both 1000
-stop_sluiced
+if wanted "none (probe alone)" "idle conns, HTTP, default cap" "idle conns, gRPC, default cap"; then
+  start_sluiced 256
+  attack "none (probe alone)" "-" "" sleep "$ATTACK"
+  attack "idle conns, HTTP, default cap" "1,000 idle, ulimit -n 256, cap 64; probe on new conns" \
+    --fresh idle "$HTTP_PORT" 1000
+  attack "idle conns, gRPC, default cap" "1,000 idle, ulimit -n 256, cap 64; probe on new conns" \
+    --fresh idle "$GRPC_PORT" 1000
+  stop_sluiced
+fi
+if wanted "idle conns past the fd limit, both ports"; then
+  start_sluiced 256 --http-max-connections 100000 --grpc-max-connections 100000
+  attack "idle conns past the fd limit, both ports" \
+    "1,000 idle on each, ulimit -n 256, caps off; probe on new conns" --fresh idle_both 1000
+  stop_sluiced
+fi
 
-# The memory store, bounded at 64 MiB so that the unique values reach the bound in the run.
-start_sluiced "" --memory-store-max-bytes 67108864
-attack "gRPC flood" "20,000 concurrent calls x 64 descriptors, 20 conns" "" \
+# The gRPC flood on each engine, with the probe alone first (its unflooded figure beside the
+# flooded one, in the same setting).
+flood() {
   "$TOOL" flood --grpc "127.0.0.1:$GRPC_PORT" --calls 20000 --descriptors 64 --connections 20 \
-  --seconds "$ATTACK"
-attack "garbage protobuf on gRPC" "64 threads of unparsable calls" "" \
-  "$TOOL" garbage --grpc "127.0.0.1:$GRPC_PORT" --inflight 64 --seconds "$ATTACK"
-attack "oversized headers" "8 threads, 32 KB header, new conn each" "" \
-  "$TOOL" headers --http "127.0.0.1:$HTTP_PORT" --header-bytes 32768 --inflight 8 \
-  --seconds "$ATTACK"
-attack "unique 4 KB values, memory store" "256 calls x 8 unique values in flight, bound 64 MiB" "" \
-  "$TOOL" flood --grpc "127.0.0.1:$GRPC_PORT" --calls 256 --descriptors 8 --unique \
-  --value-bytes 4096 --seconds "$ATTACK"
-attack "/metrics scrapes, detailed metrics" "back-to-back, series filled by the row above" "" \
-  "$TOOL" scrape --http "127.0.0.1:$HTTP_PORT" --path /metrics --seconds "$ATTACK"
-stop_sluiced
+    --seconds "$ATTACK"
+}
+for engine in grpc nghttp2; do
+  if wanted "probe alone, engine $engine" "gRPC flood, engine $engine"; then
+    start_sluiced "" --grpc-engine "$engine"
+    attack "probe alone, engine $engine" "-" "" sleep "$ATTACK"
+    attack "gRPC flood, engine $engine" "20,000 concurrent calls x 64 descriptors, 20 conns" "" flood
+    stop_sluiced
+  fi
+done
+
+# The memory store, bounded at 64 MiB so that the unique values reach the bound in the run. The
+# scrapes read the series the unique values made: select both.
+if wanted "garbage protobuf on gRPC" "oversized headers" "unique 4 KB values, memory store" \
+  "/metrics scrapes, detailed metrics"; then
+  start_sluiced "" --memory-store-max-bytes 67108864
+  attack "garbage protobuf on gRPC" "64 threads of unparsable calls" "" \
+    "$TOOL" garbage --grpc "127.0.0.1:$GRPC_PORT" --inflight 64 --seconds "$ATTACK"
+  attack "oversized headers" "8 threads, 32 KB header, new conn each" "" \
+    "$TOOL" headers --http "127.0.0.1:$HTTP_PORT" --header-bytes 32768 --inflight 8 \
+    --seconds "$ATTACK"
+  attack "unique 4 KB values, memory store" "256 calls x 8 unique values in flight, bound 64 MiB" \
+    "" "$TOOL" flood --grpc "127.0.0.1:$GRPC_PORT" --calls 256 --descriptors 8 --unique \
+    --value-bytes 4096 --seconds "$ATTACK"
+  attack "/metrics scrapes, detailed metrics" "back-to-back, series filled by the row above" "" \
+    "$TOOL" scrape --http "127.0.0.1:$HTTP_PORT" --path /metrics --seconds "$ATTACK"
+  stop_sluiced
+fi
 
 # Redis (failure mode: the default, error), with rls_load beside the probe.
-REDIS_PORT=$(free_port)
-start_redis
-start_sluiced "" --store "redis://127.0.0.1:$REDIS_PORT"
-attack "Redis paused (SIGSTOP)" "rls_load gRPC, 32 in flight; failure mode error" "" with_load redis_paused
-attack "Redis killed, restarted" "rls_load gRPC, 32 in flight; failure mode error" "" with_load redis_killed
-stop_sluiced
+if wanted "Redis paused (SIGSTOP)" "Redis killed, restarted"; then
+  REDIS_PORT=$(free_port)
+  start_redis
+  start_sluiced "" --store "redis://127.0.0.1:$REDIS_PORT"
+  attack "Redis paused (SIGSTOP)" "rls_load gRPC, 32 in flight; failure mode error" "" \
+    with_load redis_paused
+  attack "Redis killed, restarted" "rls_load gRPC, 32 in flight; failure mode error" "" \
+    with_load redis_killed
+  stop_sluiced
+fi
 
 LOADAVG=$(cut -d' ' -f1 /proc/loadavg)
 echo "stamp,attack,load,rss_before_mb,rss_peak_mb,rss_after_mb,p99_grpc_ms,p99_http_ms,errors,recovery_ms,loadavg" >"$CSV"

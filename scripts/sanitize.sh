@@ -14,8 +14,8 @@ JOBS=${JOBS:-$(nproc)}
 
 # Threads meet here: stores and their completions on I/O threads, the Redis client and its
 # topologies, the failure policy, the service with an asynchronous store, the middleware, the HTTP
-# server and the nghttp2 gRPC engine. Not the gRPC C++ server: Debian's gRPC is not built for
-# TSan, and its own threads report races.
+# server, the nghttp2 gRPC engine and the fair scheduler of both engines. Not the gRPC C++
+# server: Debian's gRPC is not built for TSan, and its own threads report races.
 TSAN_TESTS=(
   memory_store_concurrency_test memory_store_check_all_test failure_policy_store_test
   redis_client_test redis_client_fault_test redis_pipeline_test redis_client_handshake_test
@@ -24,7 +24,7 @@ TSAN_TESTS=(
   rate_limit_service_redis_test http_api_test metrics_test config_reloader_test
   health_test http_server_test
   middleware_test middleware_failure_test middleware_guard_test beast_test beast_server_test
-  grpc_h2_server_test per_second_store_test lease_store_test over_limit_store_test
+  grpc_h2_server_test fair_scheduler_test per_second_store_test lease_store_test over_limit_store_test
   redis_lease_test redis_lease_store_test lease_maintenance_test redis_lease_maintenance_test
   redis_lease_fault_test redis_lease_cluster_test redis_lease_sentinel_test
   redis_lease_cluster_fault_test

@@ -216,12 +216,14 @@ struct BeastServer::Impl {
         acceptor_context(1),
         listener(
             acceptor_context,
-            internal::TcpListenerOptions{.name = options.name,
-                                         .address = options.address,
-                                         .port = options.port,
-                                         .max_connections = options.max_connections,
-                                         .log = options.log,
-                                         .make_room = [this] { return MakeRoom(); }},
+            internal::TcpListenerOptions{
+                .name = options.name,
+                .address = options.address,
+                .port = options.port,
+                .max_connections = options.max_connections,
+                .max_connections_per_address = options.max_connections_per_address,
+                .log = options.log,
+                .make_room = [this] { return MakeRoom(); }},
             [this]() -> asio::io_context& { return *contexts[next_context++ % contexts.size()]; },
             [this](internal::Stream::socket_type socket) {
               std::make_shared<internal::BeastSession>(std::move(socket), handler, options, open,

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include <sys/stat.h>
 
 namespace sluice::net::internal {
 namespace {
@@ -21,6 +22,13 @@ bool IsFatal(const boost::system::error_code& ec) {
   if (ec.category() != boost::system::system_category()) return false;
   const int e = ec.value();
   return e == EBADF || e == EINVAL || e == ENOTSOCK || e == EFAULT;
+}
+
+// The inode of the socket `fd` names, or 0 when it names none.
+uint64_t SocketInode(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return 0;
+  return st.st_ino;
 }
 
 }  // namespace
@@ -99,6 +107,16 @@ void TcpListener::OnAccepted(const boost::system::error_code& ec, Socket socket)
   if (PauseAfter(ec)) return;
   if (!ec) {
     failing_since_us_.store(0);
+    if (OverAddressCap(socket)) {
+      const uint64_t rejected = rejected_per_address_.fetch_add(1) + 1;
+      boost::system::error_code ignored;
+      socket.close(ignored);
+      Log(absl::StrCat(options_.name, ": ", options_.max_connections_per_address,
+                       " connections open from one address, the cap; closing its new ones (",
+                       rejected, " so far)"));
+      Accept();
+      return;
+    }
     const bool at_cap = open_connections_() >= options_.max_connections;
     if (at_cap && options_.make_room && options_.make_room()) {
       const uint64_t closed = closed_idle_at_cap_.fetch_add(1) + 1;
@@ -123,6 +141,47 @@ void TcpListener::OnAccepted(const boost::system::error_code& ec, Socket socket)
     }
   }
   Accept();
+}
+
+bool TcpListener::OverAddressCap(Socket& socket) {
+  if (options_.max_connections_per_address == 0) return false;
+  boost::system::error_code ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return false;  // Already gone: the owner finds out.
+  const auto open = [](const Accepted& a) { return SocketInode(a.fd) == a.inode; };
+  if (tracked_ >= sweep_at_) {
+    // Forgets closed connections of every address, at most once per doubling of what is tracked.
+    tracked_ = 0;
+    for (auto it = by_address_.begin(); it != by_address_.end();) {
+      std::erase_if(it->second, [&](const Accepted& a) { return !open(a); });
+      tracked_ += it->second.size();
+      if (it->second.empty()) {
+        by_address_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+    sweep_at_ = std::max<size_t>(1024, 2 * tracked_);
+  }
+  const asio::ip::address address = peer.address();
+  std::string key;
+  if (address.is_v4()) {
+    const auto bytes = address.to_v4().to_bytes();
+    key.assign(bytes.begin(), bytes.end());
+  } else {
+    const auto bytes = address.to_v6().to_bytes();
+    key.assign(bytes.begin(), bytes.end());
+  }
+  std::vector<Accepted>& mine = by_address_[key];
+  const size_t before = mine.size();
+  std::erase_if(mine, [&](const Accepted& a) { return !open(a); });
+  tracked_ -= before - mine.size();
+  if (mine.size() >= options_.max_connections_per_address) return true;
+  // A socket that is open cannot lose its descriptor to another before this returns.
+  const int fd = socket.native_handle();
+  mine.push_back({fd, SocketInode(fd)});
+  ++tracked_;
+  return false;
 }
 
 bool TcpListener::PauseAfter(const boost::system::error_code& ec) {
@@ -172,6 +231,7 @@ ListenerStats TcpListener::Stats() const {
   return {.accepted = accepted_.load(),
           .rejected_over_cap = rejected_over_cap_.load(),
           .closed_idle_at_cap = closed_idle_at_cap_.load(),
+          .rejected_per_address = rejected_per_address_.load(),
           .accept_failures = accept_failures_.load()};
 }
 

@@ -6,6 +6,11 @@
 //   close an idle one to make room (`make_room`); otherwise a new one is accepted and closed at
 //   once, and counted; the client sees its connection closed instead of
 //   waiting in the backlog, and the descriptors left stay for the other listener and the store.
+// - Per address (`max_connections_per_address`, 0: none): a new connection from an address that
+//   already has that many open is closed at once, and counted, before the overall cap is looked
+//   at. The listener counts them itself, whoever owns them and however they close: it remembers
+//   each connection's descriptor and socket inode, and one is open while its descriptor still
+//   names that socket (a reused descriptor names another).
 // - Out of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM): the loop waits as
 //   sluice/net/accept_backoff.h says instead of spinning, and accepts again by itself.
 // - A listening socket that fails for good (EBADF, EINVAL, ENOTSOCK, EFAULT: closed or shut down
@@ -31,7 +36,9 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -54,6 +61,9 @@ struct TcpListenerOptions {
   // Open connections beyond which new ones are closed at once. Default: 10,000 (sluiced derives
   // its defaults from the descriptor limit, fd_limit.h).
   size_t max_connections = 10'000;
+  // Open connections from one IP address beyond which its new ones are closed at once; 0: no
+  // such cap. Default: 0.
+  size_t max_connections_per_address = 0;
   // Accepts failing for lack of descriptors this long, without one success, make Health()
   // unhealthy. Default: 5 s.
   std::chrono::milliseconds unhealthy_after = std::chrono::seconds(5);
@@ -105,6 +115,8 @@ class TcpListener {
 
  private:
   void Accept();
+  // Whether `socket`'s address has `max_connections_per_address` open; if not, remembers it.
+  bool OverAddressCap(Socket& socket);
   void OnAccepted(const boost::system::error_code& ec, Socket socket);
   // Arranges the next accept after `wait`; returns false when `ec` needs no wait.
   bool PauseAfter(const boost::system::error_code& ec);
@@ -131,6 +143,16 @@ class TcpListener {
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> rejected_over_cap_{0};
   std::atomic<uint64_t> closed_idle_at_cap_{0};
+  std::atomic<uint64_t> rejected_per_address_{0};
+  // Per address (its bytes), the connections accepted from it: descriptor and socket inode. On
+  // the context's thread.
+  struct Accepted {
+    int fd;
+    uint64_t inode;
+  };
+  absl::flat_hash_map<std::string, std::vector<Accepted>> by_address_;
+  size_t tracked_ = 0;      // Entries over by_address_.
+  size_t sweep_at_ = 1024;  // A sweep of every address when tracked_ reaches this.
   std::atomic<uint64_t> accept_failures_{0};
 };
 

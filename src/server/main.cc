@@ -99,8 +99,19 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
                    "(0: a quarter of the file descriptor limit, at most 10000)")
         ->capture_default_str();
   }
+  app.add_option("--http-max-connections-per-address", s.http_max_connections_per_address,
+                 "Open connections from one IP address beyond which its new ones are closed at "
+                 "once, on each HTTP listener; 0: no such cap")
+      ->envname("SLUICE_HTTP_MAX_CONNECTIONS_PER_ADDRESS")
+      ->capture_default_str();
+  app.add_option("--grpc-max-connections-per-address", s.grpc_max_connections_per_address,
+                 "Open gRPC connections from one IP address beyond which its new ones are closed "
+                 "at once (plain TCP on an IP literal); 0: no such cap")
+      ->envname("SLUICE_GRPC_MAX_CONNECTIONS_PER_ADDRESS")
+      ->capture_default_str();
   app.add_option("--grpc-max-in-flight", s.grpc_max_in_flight,
-                 "Decisions in flight beyond which gRPC calls get RESOURCE_EXHAUSTED")
+                 "gRPC calls in flight beyond which calls get RESOURCE_EXHAUSTED; each connection "
+                 "gets a share of them")
       ->check(CLI::Range(size_t{1}, size_t{100'000'000}))
       ->capture_default_str();
   app.add_option("--memory-release-step-bytes", s.memory_release_step_bytes,

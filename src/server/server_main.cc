@@ -112,14 +112,17 @@ absl::StatusOr<Stores> MakeStores(const ServerSettings& s) {
 absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(std::string_view what,
                                                       const std::string& address, int threads,
                                                       size_t max_connections,
+                                                      size_t max_connections_per_address,
                                                       HttpServer::Handler handler) {
   absl::StatusOr<ListenAddress> parsed = ParseListenAddress(what, address);
   if (!parsed.ok()) return parsed.status();
-  auto server = std::make_unique<HttpServer>(HttpServerOptions{.address = parsed->host,
-                                                               .port = parsed->port,
-                                                               .threads = threads,
-                                                               .max_connections = max_connections},
-                                             std::move(handler));
+  auto server = std::make_unique<HttpServer>(
+      HttpServerOptions{.address = parsed->host,
+                        .port = parsed->port,
+                        .threads = threads,
+                        .max_connections = max_connections,
+                        .max_connections_per_address = max_connections_per_address},
+      std::move(handler));
   if (absl::Status s = server->Start(); !s.ok()) return s;
   spdlog::info("{} listening on {}:{}", what, parsed->host, server->port());
   return server;
@@ -301,7 +304,8 @@ int RunServer(const ServerSettings& settings) {
           .tls_cert_file = settings.grpc_tls_cert,
           .tls_key_file = settings.grpc_tls_key,
           .tls_client_ca_file = settings.grpc_tls_client_ca,
-          .max_connections = cap(settings.grpc_max_connections)},
+          .max_connections = cap(settings.grpc_max_connections),
+          .max_connections_per_address = settings.grpc_max_connections_per_address},
       {&rls_grpc});
   if (absl::Status s = grpc.Start(); !s.ok()) {
     spdlog::error("--grpc: {}", StdView(s.message()));
@@ -321,7 +325,8 @@ int RunServer(const ServerSettings& settings) {
   auto start_http = [&](std::string_view what, const std::string& address, int threads,
                         HttpServer::Handler handler) {
     absl::StatusOr<std::unique_ptr<HttpServer>> server =
-        StartHttp(what, address, threads, cap(settings.http_max_connections), std::move(handler));
+        StartHttp(what, address, threads, cap(settings.http_max_connections),
+                  settings.http_max_connections_per_address, std::move(handler));
     if (!server.ok()) {
       spdlog::error("{}", StdView(server.status().message()));
       return ExitStatusFor(server.status());
@@ -364,9 +369,11 @@ int RunServer(const ServerSettings& settings) {
                                      .accepted = g.listener.accepted,
                                      .rejected_over_cap = g.listener.rejected_over_cap,
                                      .closed_idle_at_cap = g.listener.closed_idle_at_cap,
+                                     .rejected_per_address = g.listener.rejected_per_address,
                                      .accept_failures = g.listener.accept_failures}},
                       .grpc_in_flight = g.in_flight,
                       .grpc_rejected_in_flight = g.rejected_in_flight,
+                      .grpc_rejected_connection_share = g.rejected_connection_share,
                       .grpc_unparsable_requests = g.unparsable_requests,
                       .grpc_silent_connections_closed = g.silent_closed};
     for (size_t i = 0; i < http_servers.size(); ++i) {
@@ -375,6 +382,7 @@ int RunServer(const ServerSettings& settings) {
                                  .accepted = l.accepted,
                                  .rejected_over_cap = l.rejected_over_cap,
                                  .closed_idle_at_cap = l.closed_idle_at_cap,
+                                 .rejected_per_address = l.rejected_per_address,
                                  .accept_failures = l.accept_failures});
     }
     return state;

@@ -84,6 +84,11 @@ struct ServerSettings {
   // (raised) file descriptor limit, at most 10,000 (FdBudget()).
   size_t http_max_connections = 0;
   size_t grpc_max_connections = 0;
+  // Open connections from one IP address per listener beyond which its new ones are closed at
+  // once; 0: no such cap (SLUICE_HTTP_MAX_CONNECTIONS_PER_ADDRESS,
+  // SLUICE_GRPC_MAX_CONNECTIONS_PER_ADDRESS). gRPC: where sluiced accepts the connections itself.
+  size_t http_max_connections_per_address = 0;
+  size_t grpc_max_connections_per_address = 0;
   // gRPC decisions waiting for the store beyond which calls get RESOURCE_EXHAUSTED at once; at
   // least 1 (0 would refuse every call). The default is GrpcServerOptions' own.
   size_t grpc_max_in_flight = 10'000;

@@ -42,6 +42,8 @@ struct ListenerStats {
   uint64_t rejected_over_cap = 0;
   // Idle connections closed at the cap to make room for a new one.
   uint64_t closed_idle_at_cap = 0;
+  // Connections closed at once because their address had `max_connections_per_address` open.
+  uint64_t rejected_per_address = 0;
   // Accepts that failed for lack of descriptors or memory (each followed by a wait).
   uint64_t accept_failures = 0;
 };

@@ -75,6 +75,9 @@ struct BeastServerOptions {
   std::chrono::seconds idle_timeout{30};
   // Open connections beyond which new ones are closed at once and counted. Default: 10,000.
   size_t max_connections = 10'000;
+  // Open connections from one IP address beyond which its new ones are closed at once and
+  // counted; 0: no such cap. Default: 0.
+  size_t max_connections_per_address = 0;
   // At `max_connections`, a new connection closes the connection that has waited longest for a
   // request (new, or kept alive between requests) and takes its place; only when none is waiting
   // is the new one closed. Connections held open without requests (an idle flood, slowloris)

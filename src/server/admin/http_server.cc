@@ -50,6 +50,7 @@ struct HttpServer::Impl {
                 .max_body_bytes = options.max_body_bytes,
                 .idle_timeout = options.idle_timeout,
                 .max_connections = options.max_connections,
+                .max_connections_per_address = options.max_connections_per_address,
                 .server_header = "sluiced",
                 .log = [](std::string_view line) { spdlog::warn(line); }},
             AdaptHandler(std::move(handler))) {}

@@ -61,6 +61,9 @@ struct HttpServerOptions {
   // (sluice/net/beast_server.h). Default: 10,000; sluiced derives its default from the descriptor
   // limit (fd_limit.h).
   size_t max_connections = 10'000;
+  // Open connections from one IP address beyond which its new ones are closed at once; 0: no such
+  // cap. Default: 0.
+  size_t max_connections_per_address = 0;
 };
 
 class HttpServer {

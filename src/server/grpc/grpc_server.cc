@@ -204,6 +204,7 @@ absl::Status GrpcServer::Start() {
             .address = own->first,
             .port = own->second,
             .max_connections = options_.max_connections,
+            .max_connections_per_address = options_.max_connections_per_address,
             .log = [](std::string_view line) { spdlog::warn(line); },
             .make_room =
                 [this, &impl] { return options_.close_idle_at_cap && impl.gate->CloseOldest(); }},
@@ -281,6 +282,7 @@ absl::Status GrpcServer::StartNghttp2() {
                               .port = own->second,
                               .threads = options_.engine_threads,
                               .max_connections = options_.max_connections,
+                              .max_connections_per_address = options_.max_connections_per_address,
                               .close_idle_at_cap = options_.close_idle_at_cap,
                               .max_concurrent_streams = static_cast<uint32_t>(
                                   std::max(1, options_.max_concurrent_streams)),
@@ -331,6 +333,7 @@ GrpcServerStats GrpcServer::Stats() const {
     const GrpcCallStats calls = service->CallStats();
     stats.in_flight += calls.in_flight;
     stats.rejected_in_flight += calls.rejected_in_flight;
+    stats.rejected_connection_share += calls.rejected_connection_share;
     stats.unparsable_requests += calls.unparsable_requests;
   }
   if (impl_->h2 != nullptr) {

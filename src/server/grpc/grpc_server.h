@@ -59,14 +59,17 @@ struct GrpcServerOptions {
   std::string tls_cert_file{};
   std::string tls_key_file{};
   std::string tls_client_ca_file{};
-  // Decisions in flight (waiting for the store) beyond which a call is answered
-  // RESOURCE_EXHAUSTED at once, for the rate limit service the server makes itself (the
-  // constructors taking a RateLimitService); a GrpcService given to it carries its own bound.
+  // Calls in flight beyond which a call is answered RESOURCE_EXHAUSTED at once, each connection
+  // with its share of them (fair_scheduler.h), for the rate limit service the server makes itself
+  // (the constructors taking a RateLimitService); a GrpcService given to it carries its own bound.
   // Default: 10,000.
   size_t max_in_flight = 10'000;
   // Open connections beyond which new ones are closed at once (only where sluiced accepts them
   // itself, see above). Default: 10,000; sluiced derives its default from the descriptor limit.
   size_t max_connections = 10'000;
+  // Open connections from one IP address beyond which its new ones are closed at once (only where
+  // sluiced accepts them itself, as `max_connections`); 0: no such cap. Default: 0.
+  size_t max_connections_per_address = 0;
   // At `max_connections`, a new connection closes the one that has waited longest without
   // sending a byte and takes its place; only when every connection has spoken is the new one
   // closed. Connections held open without a byte (an idle flood) then cannot keep new clients
@@ -86,10 +89,13 @@ struct GrpcServerOptions {
 };
 
 struct GrpcServerStats {
-  // Over its services (GrpcService::CallStats()): decisions waiting for the store now.
+  // Over its services (GrpcService::CallStats()): calls in flight now (waiting for their turn,
+  // deciding, or waiting for the store).
   size_t in_flight = 0;
   // Calls answered RESOURCE_EXHAUSTED because `max_in_flight` were in flight.
   uint64_t rejected_in_flight = 0;
+  // Calls answered RESOURCE_EXHAUSTED because their connection held its share of them.
+  uint64_t rejected_connection_share = 0;
   // Calls whose bytes were not a RateLimitRequest.
   uint64_t unparsable_requests = 0;
   // The listener's counters, when sluiced accepts the connections itself; else zeros.

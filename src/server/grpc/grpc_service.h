@@ -34,8 +34,13 @@ struct GrpcCallStats {
   size_t in_flight = 0;
   // Calls answered RESOURCE_EXHAUSTED because the service's bound of calls in flight was reached.
   uint64_t rejected_in_flight = 0;
+  // Calls answered RESOURCE_EXHAUSTED because their connection held its share of that bound.
+  uint64_t rejected_connection_share = 0;
   // Calls whose bytes were not the request message.
   uint64_t unparsable_requests = 0;
+  // Calls waiting for their connection's turn now, and calls that ran after such a wait.
+  size_t queued = 0;
+  uint64_t ran_queued = 0;
 };
 
 class GrpcService {

@@ -6,8 +6,10 @@
 // request the service rejects is INVALID_ARGUMENT; a store failure with no failure policy is
 // UNAVAILABLE, so that Envoy's own failure_mode_deny decides. The method is registered raw and
 // parsed here: bytes that are not a RateLimitRequest are INVALID_ARGUMENT, logged at most once a
-// second. More than `max_in_flight` calls waiting for the store: RESOURCE_EXHAUSTED at once,
-// without calling the service.
+// second. More than `max_in_flight` calls in flight, or a connection holding its share of them:
+// RESOURCE_EXHAUSTED at once, before the request is parsed; while other connections' calls run or
+// wait, a call waits for its connection's turn (fair_scheduler.h: a flood on some connections
+// does not starve the others).
 //
 // Example:
 //   RlsGrpcService rls(service, {.max_in_flight = 10'000});
@@ -31,9 +33,13 @@
 namespace sluice::server {
 
 struct RlsGrpcServiceOptions {
-  // Decisions in flight (waiting for the store) beyond which a call is answered
-  // RESOURCE_EXHAUSTED at once. Default: 10,000.
+  // Calls in flight (waiting for their turn, deciding, or waiting for the store) beyond which a
+  // call is answered RESOURCE_EXHAUSTED at once; each connection gets a share of them
+  // (fair_scheduler.h). Default: 10,000.
   size_t max_in_flight = 10'000;
+  // Threads that run the calls which wait for their connection's turn; 0: one per hardware
+  // thread, at most 8. Default: 0.
+  int threads = 0;
 };
 
 class RlsGrpcService final : public GrpcService {

@@ -491,14 +491,23 @@ std::string Metrics::Render() const {
     per_listener("sluice_listener_closed_idle_at_cap_total",
                  "Idle connections closed at the listener's cap to make room for a new one.",
                  &ListenerState::closed_idle_at_cap);
+    per_listener("sluice_listener_rejected_per_address_total",
+                 "Connections closed at once because their address had its cap open.",
+                 &ListenerState::rejected_per_address);
     per_listener("sluice_listener_accept_failures_total",
                  "Accepts that failed for lack of descriptors or memory (each followed by a wait).",
                  &ListenerState::accept_failures);
-    header("sluice_grpc_in_flight", "gauge", "gRPC decisions waiting for the store.");
+    header("sluice_grpc_in_flight", "gauge",
+           "gRPC calls in flight: waiting for their connection's turn, deciding, or waiting for "
+           "the store.");
     absl::StrAppend(&out, "sluice_grpc_in_flight ", server->grpc_in_flight, "\n");
     counter("sluice_grpc_rejected_in_flight_total",
             "gRPC calls answered RESOURCE_EXHAUSTED because --grpc-max-in-flight were waiting.",
             server->grpc_rejected_in_flight);
+    counter("sluice_grpc_rejected_connection_share_total",
+            "gRPC calls answered RESOURCE_EXHAUSTED because their connection held its share of "
+            "--grpc-max-in-flight.",
+            server->grpc_rejected_connection_share);
     counter("sluice_grpc_unparsable_requests_total",
             "gRPC calls whose bytes were not a RateLimitRequest (INVALID_ARGUMENT).",
             server->grpc_unparsable_requests);

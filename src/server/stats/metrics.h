@@ -80,6 +80,7 @@ struct ListenerState {
   uint64_t accepted = 0;
   uint64_t rejected_over_cap = 0;
   uint64_t closed_idle_at_cap = 0;
+  uint64_t rejected_per_address = 0;
   uint64_t accept_failures = 0;
 };
 
@@ -88,6 +89,7 @@ struct ServerState {
   std::vector<ListenerState> listeners{};
   size_t grpc_in_flight = 0;
   uint64_t grpc_rejected_in_flight = 0;
+  uint64_t grpc_rejected_connection_share = 0;
   uint64_t grpc_unparsable_requests = 0;
   uint64_t grpc_silent_connections_closed = 0;
 };

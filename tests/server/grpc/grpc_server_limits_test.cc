@@ -10,8 +10,11 @@
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "gtest/gtest.h"
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "sluice/config.h"
 #include "sluice/memory_store.h"
@@ -93,9 +96,11 @@ TEST_P(GrpcServerLimitsTest, GarbageRequestIsInvalidArgument) {
   EXPECT_EQ(server_->Stats().unparsable_requests, 20u);
 }
 
-// Verifies a bound on decisions in flight: against a store that answers only when told, 20
-// concurrent calls with a bound of 8 give 12 RESOURCE_EXHAUSTED while the 8 are still held (the
-// service never saw the 12: 8 store calls pending), and the 8 complete once released.
+// Verifies the bound on calls in flight: against a store that answers only when told, 20
+// concurrent calls on one connection with a bound of 8 give 7 held and 13 RESOURCE_EXHAUSTED (the
+// 8th is kept for other connections, fair_scheduler.h; the service never saw the 13: 7 store calls
+// pending); another connection's call takes the 8th, a third connection's is refused by the bound
+// itself; all held complete once released.
 TEST_P(GrpcServerLimitsTest, CallsBeyondMaxInFlightAreResourceExhaustedAtOnce) {
   Start({.max_in_flight = 8}, /*deferred=*/true);
   std::shared_ptr<grpc::Channel> channel = NewChannel(server_->port());
@@ -118,15 +123,28 @@ TEST_P(GrpcServerLimitsTest, CallsBeyondMaxInFlightAreResourceExhaustedAtOnce) {
         });
   }
   ASSERT_TRUE(testing::WaitFor(
-      [&] { return exhausted.load() == kCalls - 8 && deferred_->pending() == 8; }, 10'000))
+      [&] { return exhausted.load() == kCalls - 7 && deferred_->pending() == 7; }, 10'000))
       << "exhausted " << exhausted.load() << ", pending " << deferred_->pending();
-  EXPECT_EQ(server_->Stats().in_flight, 8u);
-  EXPECT_EQ(server_->Stats().rejected_in_flight, static_cast<uint64_t>(kCalls - 8));
+  EXPECT_EQ(server_->Stats().in_flight, 7u);
+  EXPECT_EQ(server_->Stats().rejected_connection_share, static_cast<uint64_t>(kCalls - 7));
+  EXPECT_EQ(server_->Stats().rejected_in_flight, 0u);
+  // The 8th, on another connection; then the bound itself, on a third.
+  auto second =
+      envoy::service::ratelimit::v3::RateLimitService::NewStub(NewChannel(server_->port()));
+  std::promise<grpc::Status> second_done;
+  grpc::ClientContext second_context;
+  RateLimitResponse second_response;
+  second->async()->ShouldRateLimit(&second_context, &request, &second_response,
+                                   [&second_done](grpc::Status s) { second_done.set_value(s); });
+  ASSERT_TRUE(testing::WaitFor([&] { return deferred_->pending() == 8; }, 10'000));
+  EXPECT_EQ(Call(NewChannel(server_->port())).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(server_->Stats().rejected_in_flight, 1u);
   EXPECT_EQ(deferred_->RunPendingOnThread(), 8u);
   int ok = 0;
   for (auto& d : done) ok += d.get_future().get().ok() ? 1 : 0;
-  EXPECT_EQ(ok, 8);
-  EXPECT_EQ(exhausted.load(), kCalls - 8);
+  EXPECT_EQ(ok, 7);
+  EXPECT_TRUE(second_done.get_future().get().ok());
+  EXPECT_EQ(exhausted.load(), kCalls - 7);
   EXPECT_EQ(server_->Stats().in_flight, 0u);
   // The bound is on what is in flight, not a total: the next call is served.
   std::promise<grpc::Status> next;
@@ -137,6 +155,49 @@ TEST_P(GrpcServerLimitsTest, CallsBeyondMaxInFlightAreResourceExhaustedAtOnce) {
   ASSERT_TRUE(testing::WaitFor([&] { return deferred_->pending() == 1; }, 10'000));
   deferred_->RunPendingOnThread();
   EXPECT_TRUE(next.get_future().get().ok());
+}
+
+// Connects from `source` (a loopback address other than the server's) to 127.0.0.1:`port`;
+// returns the descriptor, or -1.
+int ConnectFrom(const char* source, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in from{.sin_family = AF_INET, .sin_port = 0, .sin_addr = {}, .sin_zero = {}};
+  ::inet_pton(AF_INET, source, &from.sin_addr);
+  sockaddr_in to{.sin_family = AF_INET,
+                 .sin_port = htons(static_cast<uint16_t>(port)),
+                 .sin_addr = {},
+                 .sin_zero = {}};
+  ::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Verifies the per-address cap: with 2 per address, a third connection from 127.0.0.1 is closed at
+// once and counted, and so is a call's; one from 127.0.0.2 is not; once the 2 go, 127.0.0.1 is
+// served again.
+TEST_P(GrpcServerLimitsTest, ConnectionsBeyondTheCapOfTheirAddressAreClosed) {
+  Start({.max_connections_per_address = 2, .close_idle_at_cap = false});
+  const int port = server_->port();
+  auto held = std::make_unique<testing::IdleConnections>(port, 2);
+  ASSERT_EQ(held->size(), 2u);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->Stats().listener.accepted == 2; }, 10'000));
+  testing::IdleConnections third(port, 1);
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_TRUE(testing::ClosedByPeer(third.fd(0), std::chrono::seconds(10)));
+  EXPECT_EQ(server_->Stats().listener.rejected_per_address, 1u);
+  EXPECT_EQ(server_->Stats().listener.rejected_over_cap, 0u);
+  const int other = ConnectFrom("127.0.0.2", port);
+  ASSERT_GE(other, 0);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->Stats().listener.accepted == 3; }, 10'000));
+  EXPECT_FALSE(testing::ClosedByPeerNow(other));
+  EXPECT_EQ(server_->Stats().listener.rejected_per_address, 1u);
+  ::close(other);
+  held.reset();
+  EXPECT_TRUE(testing::WaitFor([&] { return Call(NewChannel(port)).ok(); }, 10'000));
 }
 
 // Verifies the connection cap where sluiced accepts gRPC connections itself, with silent

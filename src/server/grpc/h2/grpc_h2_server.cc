@@ -98,6 +98,7 @@ absl::Status GrpcH2Server::Start() {
           .address = o.address,
           .port = o.port,
           .max_connections = o.max_connections,
+          .max_connections_per_address = o.max_connections_per_address,
           .log = o.log,
           .make_room = [this] { return MakeRoom(*shared_); }},
       [&rt]() -> net::io_context& { return *rt.contexts[rt.next_context++ % rt.contexts.size()]; },

@@ -54,6 +54,8 @@ struct GrpcH2ServerOptions {
   uint16_t port = 0;
   int threads = 2;
   size_t max_connections = 10'000;
+  // Open connections from one IP address beyond which its new ones are closed; 0: no such cap.
+  size_t max_connections_per_address = 0;
   // At the cap, a new connection closes the oldest one that has not sent a byte yet, as
   // GrpcServerOptions::close_idle_at_cap says.
   bool close_idle_at_cap = true;
