@@ -1,9 +1,9 @@
 // The rate limit service's request and response, free of protobuf.
 //
 // envoy.service.ratelimit.v3's RateLimitRequest and RateLimitResponse carry more than a decision
-// needs, and in protobuf's types. These are what RateLimitService decides on: src/server/grpc/rls_proto.h
-// converts at the gRPC and /json edges, so the Envoy semantics (rls_plan.h, rls_executor.h,
-// rls_evaluate.h) are written and tested without protobuf.
+// needs, and in protobuf's types. These are what RateLimitService decides on:
+// src/server/grpc/rls_proto.h converts at the gRPC and /json edges, so the Envoy semantics
+// (rls_plan.h, rls_executor.h, rls_evaluate.h) are written and tested without protobuf.
 //
 // Example:
 //   RlsRequest request{.domain = "edge",

@@ -354,7 +354,8 @@ TEST(ReferenceConfigFixtures, DomainMerge) {
 }
 
 // Ports config_test.go TestMetadata on metadata.yaml: a rule's metadata is kept (as JSON) on the
-// rule that carries it (returned to Envoy: reference_service_scenarios_test.cc, rls_metadata_test.cc).
+// rule that carries it (returned to Envoy: reference_service_scenarios_test.cc,
+// rls_metadata_test.cc).
 TEST(ReferenceConfigFixtures, Metadata) {
   SLUICE_REQUIRE_PEER_CONFIGS(dir);
   absl::StatusOr<std::shared_ptr<const RateLimitConfig>> config =

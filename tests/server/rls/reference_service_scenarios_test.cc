@@ -440,7 +440,8 @@ TEST_P(ReferenceServiceScenarios, MetadataReturnedForPassedDescriptors) {
   EnsureWindowRoom(kMinute);
   Build(kMetadataDomain, {.global_quota_mode = true, .response_dynamic_metadata = true});
   Admit(R"pb(domain: "quota-domain"
-             descriptors { entries { key: "quota" value: "limit" } })pb", 5);
+             descriptors { entries { key: "quota" value: "limit" } })pb",
+        5);
   absl::StatusOr<RateLimitResponse> r =
       Call(R"pb(domain: "quota-domain"
                 descriptors { entries { key: "regular" value: "limit" } }
