@@ -378,6 +378,50 @@ TEST(Settings, XdsHonoursEveryVariable) {
   EXPECT_TRUE(s->force_start);
 }
 
+// Verifies sluiced starts from the environment Envoy Gateway writes into its envoy-ratelimit
+// Deployment (envoyproxy/gateway internal/infrastructure/kubernetes/ratelimit, testdata
+// deployments/default.yaml): xDS with mTLS to the controller, gRPC over TLS, statsd to the
+// exporter beside it, the runtime variables it still sets, and GRPC_SERVER_TLS_CA_CERT, which is
+// not one of the reference's variables (the reference ignores it, so does sluiced).
+TEST(Settings, EnvoyGatewaysRateLimitDeploymentStarts) {
+  absl::StatusOr<ServerSettings> s =
+      Apply({{"RUNTIME_ROOT", "/data"},
+             {"RUNTIME_SUBDIRECTORY", "ratelimit"},
+             {"RUNTIME_IGNOREDOTFILES", "true"},
+             {"RUNTIME_WATCH_ROOT", "false"},
+             {"LOG_LEVEL", "info"},
+             {"USE_STATSD", "true"},
+             {"STATSD_PORT", "9125"},
+             {"CONFIG_TYPE", "GRPC_XDS_SOTW"},
+             {"CONFIG_GRPC_XDS_SERVER_URL", "envoy-gateway:18001"},
+             {"CONFIG_GRPC_XDS_NODE_ID", "envoy-ratelimit"},
+             {"GRPC_SERVER_USE_TLS", "true"},
+             {"GRPC_SERVER_TLS_CERT", "/certs/tls.crt"},
+             {"GRPC_SERVER_TLS_KEY", "/certs/tls.key"},
+             {"GRPC_SERVER_TLS_CA_CERT", "/certs/ca.crt"},
+             {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"},
+             {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/certs/tls.crt"},
+             {"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "/certs/tls.key"},
+             {"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "/certs/ca.crt"},
+             {"FORCE_START_WITHOUT_INITIAL_CONFIG", "true"},
+             {"REDIS_SOCKET_TYPE", "tcp"},
+             {"REDIS_URL", "redis.redis.svc:6379"}});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->xds);
+  EXPECT_EQ(s->xds_settings.server_url, "envoy-gateway:18001");
+  EXPECT_EQ(s->xds_settings.node_id, "envoy-ratelimit");
+  EXPECT_TRUE(s->xds_settings.use_tls);
+  EXPECT_EQ(s->xds_settings.server_tls_ca, "/certs/ca.crt");
+  EXPECT_TRUE(s->force_start);
+  EXPECT_EQ(s->grpc_tls_cert, "/certs/tls.crt");
+  EXPECT_EQ(s->grpc_tls_client_ca, "");  // Envoy's client certificates are not required.
+  EXPECT_EQ(s->http, "0.0.0.0:8080");    // Its probes: GET /healthcheck on 8080.
+  EXPECT_EQ(s->grpc, "0.0.0.0:8081");
+  EXPECT_TRUE(s->statsd.enabled);
+  EXPECT_EQ(s->statsd.port, 9125);
+  EXPECT_THAT(s->store, HasSubstr("redis.redis.svc:6379"));
+}
+
 TEST(Settings, XdsRefusesBadValuesByName) {
   auto vars = kRedisTcp;
   vars.insert({{"CONFIG_TYPE", "GRPC_XDS_SOTW"},
