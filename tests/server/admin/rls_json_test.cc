@@ -697,14 +697,21 @@ TEST(RlsJson, WritesDurationsLikeProtobuf) {
   }
 }
 
-// Verifies that strings protobuf cannot write as they are (invalid UTF-8) and Structs go to it.
-TEST(RlsJson, FallsBackForInvalidUtf8AndStructs) {
+// Verifies that strings protobuf cannot write as they are (invalid UTF-8) go to it, and that the
+// dynamic metadata (a Struct, written by protobuf alone) reads as protobuf writes the response.
+TEST(RlsJson, FallsBackForInvalidUtf8AndWritesStructsAsProtobuf) {
   RateLimitResponse r;
   r.add_response_headers_to_add()->set_value("a\xff");
   EXPECT_FALSE(ExpectSameJson(r));
   RateLimitResponse m;
-  (*m.mutable_dynamic_metadata()->mutable_fields())["k"].set_number_value(1.5);
-  EXPECT_FALSE(ExpectSameJson(m));
+  m.set_overall_code(RateLimitResponse::OK);
+  // Filled by protobuf's own code: protobuf's inline Map code disagrees with Debian's library in
+  // builds without NDEBUG (the sanitizer builds), so tests do not touch the map themselves.
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(
+          R"({"k": 1.5, "nested": {"name": "a"}, "list": [true]})", m.mutable_dynamic_metadata())
+          .ok());
+  EXPECT_TRUE(ExpectSameJson(m));
 }
 
 class ResponseGenerator {
