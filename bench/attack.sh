@@ -205,15 +205,25 @@ if wanted "idle conns past the fd limit, both ports"; then
 fi
 
 # The gRPC flood on each engine, with the probe alone first (its unflooded figure beside the
-# flooded one, in the same setting).
+# flooded one, in the same setting), and beside as many busy loops as cores: the floor that the
+# CPU's sharing alone puts under the probe's p99 when the flood's client runs on the same cores.
 flood() {
   "$TOOL" flood --grpc "127.0.0.1:$GRPC_PORT" --calls 20000 --descriptors 64 --connections 20 \
     --seconds "$ATTACK"
 }
+busy() {
+  local loops=()
+  for _ in $(seq "$(nproc)"); do
+    timeout "$ATTACK" sh -c 'while :; do :; done' &
+    loops+=($!)
+  done
+  wait "${loops[@]}" || true
+}
 for engine in grpc nghttp2; do
-  if wanted "probe alone, engine $engine" "gRPC flood, engine $engine"; then
+  if wanted "probe alone, engine $engine" "CPU busy, engine $engine" "gRPC flood, engine $engine"; then
     start_sluiced "" --grpc-engine "$engine"
     attack "probe alone, engine $engine" "-" "" sleep "$ATTACK"
+    attack "CPU busy, engine $engine" "$(nproc) busy loops, no flood" "" busy
     attack "gRPC flood, engine $engine" "20,000 concurrent calls x 64 descriptors, 20 conns" "" flood
     stop_sluiced
   fi

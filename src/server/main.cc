@@ -114,6 +114,18 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
                  "gets a share of them")
       ->check(CLI::Range(size_t{1}, size_t{100'000'000}))
       ->capture_default_str();
+  app.add_option("--grpc-max-concurrent-streams", s.grpc_max_concurrent_streams,
+                 "Concurrent calls (HTTP/2 streams) per gRPC connection; a client queues the "
+                 "rest on its side")
+      ->envname("SLUICE_GRPC_MAX_CONCURRENT_STREAMS")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
+  app.add_option("--grpc-decision-threads", s.grpc_decision_threads,
+                 "Threads that run the gRPC calls waiting for their connection's turn while "
+                 "several connections are busy; 0: one per hardware thread but one")
+      ->envname("SLUICE_GRPC_DECISION_THREADS")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
   app.add_option("--memory-release-step-bytes", s.memory_release_step_bytes,
                  "Give freed heap memory back to the OS once RSS has grown this much since the "
                  "last time and as much is free (checked every config poll); 0: never")

@@ -294,7 +294,8 @@ int RunServer(const ServerSettings& settings) {
   HttpApi api(service, metrics, health,
               HttpApiOptions{.metrics_path = settings.disable_stats ? "" : "/metrics"});
   // gRPC first: once /healthcheck answers, every listener is up.
-  RlsGrpcService rls_grpc(service, {.max_in_flight = settings.grpc_max_in_flight});
+  RlsGrpcService rls_grpc(service, {.max_in_flight = settings.grpc_max_in_flight,
+                                    .threads = settings.grpc_decision_threads});
   GrpcServer grpc(
       GrpcServerOptions{
           .engine = settings.grpc_engine == "nghttp2" ? GrpcEngine::kNghttp2 : GrpcEngine::kGrpc,
@@ -305,7 +306,8 @@ int RunServer(const ServerSettings& settings) {
           .tls_key_file = settings.grpc_tls_key,
           .tls_client_ca_file = settings.grpc_tls_client_ca,
           .max_connections = cap(settings.grpc_max_connections),
-          .max_connections_per_address = settings.grpc_max_connections_per_address},
+          .max_connections_per_address = settings.grpc_max_connections_per_address,
+          .max_concurrent_streams = settings.grpc_max_concurrent_streams},
       {&rls_grpc});
   if (absl::Status s = grpc.Start(); !s.ok()) {
     spdlog::error("--grpc: {}", StdView(s.message()));

@@ -92,6 +92,11 @@ struct ServerSettings {
   // gRPC decisions waiting for the store beyond which calls get RESOURCE_EXHAUSTED at once; at
   // least 1 (0 would refuse every call). The default is GrpcServerOptions' own.
   size_t grpc_max_in_flight = 10'000;
+  // Concurrent calls (HTTP/2 streams) per gRPC connection (SLUICE_GRPC_MAX_CONCURRENT_STREAMS).
+  int grpc_max_concurrent_streams = 100;
+  // Threads that run gRPC calls waiting for their connection's turn; 0: one per hardware thread
+  // but one (SLUICE_GRPC_DECISION_THREADS).
+  int grpc_decision_threads = 0;
   // Freed heap memory is given back to the OS (malloc_trim) once RSS has grown this many bytes
   // since the last time and malloc holds as much free (MemoryRelease); 0: never.
   uint64_t memory_release_step_bytes = uint64_t{8} << 20;

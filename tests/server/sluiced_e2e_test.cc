@@ -220,6 +220,17 @@ TEST(SluicedE2e, RefusesAZeroGrpcInFlightBound) {
   EXPECT_THAT(run->second, HasSubstr("grpc-max-in-flight"));
 }
 
+// Streams per connection below 1 and decision threads beyond 64 are refused at start, by name.
+TEST(SluicedE2e, RefusesOutOfRangeStreamsAndDecisionThreads) {
+  for (const auto& [flag, value] : {std::pair{"--grpc-max-concurrent-streams", "0"},
+                                    std::pair{"--grpc-decision-threads", "65"}}) {
+    auto run = RunToExit({SLUICED_PATH, "--config", "/nonexistent", flag, value}, 30'000);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_NE(run->first, 0) << flag;
+    EXPECT_THAT(run->second, HasSubstr(flag));
+  }
+}
+
 // Verifies SLUICE_GRPC_ENGINE=nghttp2 serves the gRPC API on the lean engine: decisions and the
 // health service, as on gRPC C++.
 TEST(SluicedE2e, ServesGrpcOnTheNghttp2EngineChosenByTheEnvironment) {

@@ -56,7 +56,8 @@ namespace sluice::server {
 struct FairSchedulerOptions {
   // Calls admitted and not yet answered, over all connections. Default: 10,000.
   size_t max_in_flight = 10'000;
-  // Threads that run the queued calls; 0: one per hardware thread, at most 8. Default: 0.
+  // Threads that run the queued calls; 0: one per hardware thread but one, at least 1 and at
+  // most 8. Default: 0.
   int threads = 0;
   // Request bytes a connection may run per round-robin turn (a call costs its request's bytes plus
   // 64). Default: 1 KiB (one call of about 60 descriptors).

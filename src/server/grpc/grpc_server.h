@@ -78,8 +78,11 @@ struct GrpcServerOptions {
   // Where sluiced accepts the connections itself, a connection that sends nothing for this long
   // (or for `max_connection_idle`, when shorter) is closed. Default: 10 s.
   std::chrono::milliseconds first_bytes_timeout = std::chrono::seconds(10);
-  // Concurrent calls (HTTP/2 streams) per connection. Default: 1,000.
-  int max_concurrent_streams = 1'000;
+  // Concurrent calls (HTTP/2 streams) per connection: the client queues the rest on its side (an
+  // Envoy opens another connection). With 1,000, 20 flooding connections held 20,000 calls inside
+  // gRPC's transport, ahead of every other client's; 100 is RFC 9113's recommended minimum.
+  // Default: 100.
+  int max_concurrent_streams = 100;
   // A connection with no call for this long is closed (GOAWAY); this also closes connections
   // that never send anything. 0: never. Default: 5 minutes.
   std::chrono::milliseconds max_connection_idle = std::chrono::minutes(5);

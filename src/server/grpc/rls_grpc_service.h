@@ -38,7 +38,7 @@ struct RlsGrpcServiceOptions {
   // (fair_scheduler.h). Default: 10,000.
   size_t max_in_flight = 10'000;
   // Threads that run the calls which wait for their connection's turn; 0: one per hardware
-  // thread, at most 8. Default: 0.
+  // thread but one, at least 1 and at most 8 (FairSchedulerOptions). Default: 0.
   int threads = 0;
 };
 

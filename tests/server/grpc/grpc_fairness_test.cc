@@ -129,9 +129,10 @@ class GrpcFairnessTest : public ::testing::TestWithParam<GrpcEngine> {
 // bound of 1,000 (reserve 125, floor 8), 4 connections that start 400 calls each hold at most the
 // shared 875 plus their floors and get RESOURCE_EXHAUSTED for the rest; then another connection's
 // 8 concurrent calls are all admitted (a single global bound refused them: the flood held it all),
-// and all answered OK once the store answers.
+// and all answered OK once the store answers. (Streams per connection raised from the default
+// 100, so that the clients' calls reach the server rather than wait on their side.)
 TEST_P(GrpcFairnessTest, FloodBeyondItsShareIsRefusedAndAnotherConnectionIsNot) {
-  Start({.max_in_flight = 1000}, /*deferred=*/true);
+  Start({.max_in_flight = 1000, .max_concurrent_streams = 1000}, /*deferred=*/true);
   constexpr int kFloodConnections = 4;
   constexpr int kFloodCalls = 400;
   std::vector<std::unique_ptr<Calls>> flood;
@@ -183,6 +184,28 @@ TEST_P(GrpcFairnessTest, FloodBeyondItsShareIsRefusedAndAnotherConnectionIsNot) 
   }
   EXPECT_EQ(static_cast<size_t>(flood_ok), flood_held);
   EXPECT_EQ(flood_exhausted, kFloodConnections * kFloodCalls - static_cast<int>(flood_held));
+}
+
+// Verifies the streams per connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS): a client that
+// starts 40 calls on one connection with a bound of 5 has 5 in the server while the store holds
+// them, none refused (the client queues the rest), and all 40 answered OK as the store answers.
+TEST_P(GrpcFairnessTest, StreamsBeyondTheBoundWaitOnTheClientsSide) {
+  Start({.max_concurrent_streams = 5}, /*deferred=*/true);
+  Calls calls(server_->port(), Request("many", 1));
+  calls.Start(40);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->Stats().in_flight == 5; }, 30'000))
+      << server_->Stats().in_flight;
+  // Given time to overshoot, it does not: the other 35 are the client's.
+  EXPECT_FALSE(testing::WaitFor([&] { return server_->Stats().in_flight > 5; }, 200));
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        EXPECT_LE(server_->Stats().in_flight, 5u);
+        deferred_->RunPendingOnThread();
+        return calls.ended() == 40;
+      },
+      30'000));
+  EXPECT_EQ(calls.ok(), 40);
+  EXPECT_EQ(server_->Stats().rejected_connection_share + server_->Stats().rejected_in_flight, 0u);
 }
 
 // Verifies the turns end to end, on the memory store (decisions run as they are reached, no

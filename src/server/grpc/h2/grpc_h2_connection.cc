@@ -142,21 +142,45 @@ void Connection::Abort() {
 void Responder::operator()(absl::StatusOr<std::string> response) && {
   std::shared_ptr<Connection> connection = connection_.lock();
   if (connection == nullptr) return;  // Gone: nobody to answer.
-  const Connection::Executor executor = connection->executor();
-  net::dispatch(executor, [connection = std::move(connection), id = stream_id_,
-                           response = std::move(response)]() mutable {
-    connection->Answer(id, std::move(response));
-  });
+  connection->Answer(stream_id_, std::move(response));
 }
 
 void Connection::Answer(int32_t stream_id, absl::StatusOr<std::string> response) {
+  if (executor().running_in_this_thread()) {
+    AnswerHere(stream_id, std::move(response));
+    if (!in_recv_) Flush();
+    return;
+  }
+  // From another thread: the answers wait in one batch, and one handler on this connection's
+  // thread writes them all. A handler per answer would fill the thread's queue with a flooding
+  // connection's answers, and every other connection's reads and answers would wait behind them.
+  {
+    internal::MutexLock lock(&answers_mu_);
+    answers_.push_back(PendingAnswer{stream_id, std::move(response)});
+    if (answers_posted_) return;
+    answers_posted_ = true;
+  }
+  net::post(executor(), [self = shared_from_this()] { self->AnswerPending(); });
+}
+
+void Connection::AnswerPending() {
+  std::vector<PendingAnswer> answers;
+  {
+    internal::MutexLock lock(&answers_mu_);
+    answers.swap(answers_);
+    answers_posted_ = false;
+  }
+  for (PendingAnswer& a : answers) AnswerHere(a.stream_id, std::move(a.response));
+  if (!in_recv_) Flush();
+}
+
+void Connection::AnswerHere(int32_t stream_id, absl::StatusOr<std::string> response) {
   Stream* stream = Find(stream_id);
   if (stream == nullptr || stream->answered || closed_) return;
   if (stream->deadline.has_value() && Clock::now() > *stream->deadline) {
     response = absl::DeadlineExceededError("deadline exceeded");
   }
   Reply(stream_id, *stream, std::move(response));
-  if (!in_recv_) Flush();
 }
 
 Connection::Stream* Connection::Find(int32_t stream_id) {

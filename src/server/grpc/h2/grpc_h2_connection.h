@@ -63,6 +63,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Drain();
   // Closes at once.
   void Abort();
+  // Answers a call, from any thread.
   void Answer(int32_t stream_id, absl::StatusOr<std::string> response);
   Executor executor() { return socket_.get_executor(); }
   // True until the client's first bytes arrive. Thread-safe.
@@ -100,6 +101,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
                               size_t length, uint32_t* flags, nghttp2_data_source* source,
                               void* user);
 
+  struct PendingAnswer {
+    int32_t stream_id;
+    absl::StatusOr<std::string> response;
+  };
+  // On the connection's thread: the answers other threads left, then one flush.
+  void AnswerPending();
+  void AnswerHere(int32_t stream_id, absl::StatusOr<std::string> response);
   Stream* Find(int32_t stream_id);
   void OnRequestHeaders(int32_t stream_id, Stream& stream);
   void OnRequestEnd(int32_t stream_id, Stream& stream);
@@ -129,6 +137,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closed_ = false;
   std::atomic<bool> spoke_{false};    // Read on the listener's thread (make room at the cap).
   std::atomic<bool> claimed_{false};  // Chosen to make room.
+  // Answers made on other threads, for AnswerPending(); posted: a handler will take them.
+  internal::Mutex answers_mu_;
+  std::vector<PendingAnswer> answers_ ABSL_GUARDED_BY(answers_mu_);
+  bool answers_posted_ ABSL_GUARDED_BY(answers_mu_) = false;
   boost::asio::steady_timer timer_;
   std::chrono::steady_clock::time_point last_active_;
   std::optional<std::chrono::steady_clock::time_point> age_at_;

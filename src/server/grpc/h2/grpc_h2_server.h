@@ -59,7 +59,7 @@ struct GrpcH2ServerOptions {
   // At the cap, a new connection closes the oldest one that has not sent a byte yet, as
   // GrpcServerOptions::close_idle_at_cap says.
   bool close_idle_at_cap = true;
-  uint32_t max_concurrent_streams = 1'000;
+  uint32_t max_concurrent_streams = 100;
   // gRPC's default receive limit.
   size_t max_message_bytes = size_t{4} << 20;
   size_t max_header_bytes = 16 << 10;
