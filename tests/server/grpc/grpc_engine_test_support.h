@@ -23,9 +23,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include "sluice/config.h"
+#include "sluice/memory_store.h"
 
 #include "src/server/grpc/grpc_server.h"
 #include "src/server/rls/rate_limit_service.h"
+#include "src/server/stats/metrics.h"
+#include "tests/testing/deferred_store.h"
 
 namespace sluice::server::grpc_test {
 
@@ -77,6 +80,37 @@ inline grpc::Status UnaryRaw(const std::shared_ptr<grpc::Channel>& channel,
                  [&done](grpc::Status status) { done.set_value(status); });
   return done.get_future().get();
 }
+
+// A GrpcServer on the engine of the test's parameter, serving the `edge` domain from the memory
+// store, or through a DeferredStore over it that answers only when told.
+class EngineServerTest : public ::testing::TestWithParam<GrpcEngine> {
+ protected:
+  explicit EngineServerTest(int requests_per_hour) : requests_per_hour_(requests_per_hour) {}
+
+  void SetUp() override {
+    auto memory = MemoryStore::Create({});
+    ASSERT_TRUE(memory.ok());
+    memory_ = *std::move(memory);
+    deferred_ = std::make_unique<testing::DeferredStore>(*memory_);
+  }
+
+  // Serves through the DeferredStore when `deferred`, else straight from memory.
+  void Start(GrpcServerOptions options, bool deferred = false) {
+    service_ = std::make_unique<RateLimitService>(
+        deferred ? static_cast<Store&>(*deferred_) : *memory_, metrics_, RateLimitServiceOptions{});
+    ASSERT_TRUE(SetEdgeConfig(*service_, requests_per_hour_).ok());
+    options.engine = GetParam();
+    server_ = std::make_unique<GrpcServer>(std::move(options), *service_);
+    ASSERT_TRUE(server_->Start().ok());
+  }
+
+  const int requests_per_hour_;
+  std::unique_ptr<MemoryStore> memory_;
+  std::unique_ptr<testing::DeferredStore> deferred_;
+  Metrics metrics_;
+  std::unique_ptr<RateLimitService> service_;
+  std::unique_ptr<GrpcServer> server_;
+};
 
 }  // namespace sluice::server::grpc_test
 

@@ -100,29 +100,9 @@ class Calls {
   std::atomic<int> other_{0};
 };
 
-class GrpcFairnessTest : public ::testing::TestWithParam<GrpcEngine> {
+class GrpcFairnessTest : public grpc_test::EngineServerTest {
  protected:
-  void SetUp() override {
-    auto memory = MemoryStore::Create({});
-    ASSERT_TRUE(memory.ok());
-    memory_ = *std::move(memory);
-    deferred_ = std::make_unique<testing::DeferredStore>(*memory_);
-  }
-
-  void Start(GrpcServerOptions options, bool deferred) {
-    service_ = std::make_unique<RateLimitService>(
-        deferred ? static_cast<Store&>(*deferred_) : *memory_, metrics_, RateLimitServiceOptions{});
-    ASSERT_TRUE(grpc_test::SetEdgeConfig(*service_, 1'000'000'000).ok());
-    options.engine = GetParam();
-    server_ = std::make_unique<GrpcServer>(std::move(options), *service_);
-    ASSERT_TRUE(server_->Start().ok());
-  }
-
-  std::unique_ptr<MemoryStore> memory_;
-  std::unique_ptr<testing::DeferredStore> deferred_;
-  Metrics metrics_;
-  std::unique_ptr<RateLimitService> service_;
-  std::unique_ptr<GrpcServer> server_;
+  GrpcFairnessTest() : EngineServerTest(1'000'000'000) {}
 };
 
 // Verifies the shares of calls in flight, against a store that answers only when told: with a

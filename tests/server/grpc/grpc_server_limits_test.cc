@@ -51,30 +51,9 @@ grpc::Status Call(const std::shared_ptr<grpc::Channel>& channel) {
 }
 
 // Each scenario runs against both engines.
-class GrpcServerLimitsTest : public ::testing::TestWithParam<GrpcEngine> {
+class GrpcServerLimitsTest : public grpc_test::EngineServerTest {
  protected:
-  void SetUp() override {
-    auto memory = MemoryStore::Create({});
-    ASSERT_TRUE(memory.ok());
-    memory_ = *std::move(memory);
-    deferred_ = std::make_unique<testing::DeferredStore>(*memory_);
-  }
-
-  // Serves through the DeferredStore when `deferred`, else straight from memory.
-  void Start(GrpcServerOptions options, bool deferred = false) {
-    service_ = std::make_unique<RateLimitService>(
-        deferred ? static_cast<Store&>(*deferred_) : *memory_, metrics_, RateLimitServiceOptions{});
-    ASSERT_TRUE(grpc_test::SetEdgeConfig(*service_, 1000).ok());
-    options.engine = GetParam();
-    server_ = std::make_unique<GrpcServer>(std::move(options), *service_);
-    ASSERT_TRUE(server_->Start().ok());
-  }
-
-  std::unique_ptr<MemoryStore> memory_;
-  std::unique_ptr<testing::DeferredStore> deferred_;
-  Metrics metrics_;
-  std::unique_ptr<RateLimitService> service_;
-  std::unique_ptr<GrpcServer> server_;
+  GrpcServerLimitsTest() : EngineServerTest(1000) {}
 };
 
 // Verifies bytes that are not a RateLimitRequest (wire type 7 does not exist) are the caller's
