@@ -177,9 +177,10 @@ TEST_P(GrpcFairnessTest, StreamsBeyondTheBoundWaitOnTheClientsSide) {
       << server_->Stats().in_flight;
   // Given time to overshoot, it does not: the other 35 are the client's.
   EXPECT_FALSE(testing::WaitFor([&] { return server_->Stats().in_flight > 5; }, 200));
+  // (Not asserted while answers flow: a call counts in flight until just after its answer is
+  // handed to the engine, so the client's next stream may arrive a moment before it is released.)
   ASSERT_TRUE(testing::WaitFor(
       [&] {
-        EXPECT_LE(server_->Stats().in_flight, 5u);
         deferred_->RunPendingOnThread();
         return calls.ended() == 40;
       },
