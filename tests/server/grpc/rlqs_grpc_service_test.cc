@@ -1,0 +1,276 @@
+// The rate limit quota service beside the rate limit service, under gRPC C++ clients that behave
+// as Envoy's rate_limit_quota filter does (reports with time_elapsed 0 first, several buckets per
+// stream), on one sluiced with the memory allocator and on two sluiced sharing one Redis.
+#include "src/server/grpc/rlqs_grpc_service.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "envoy/service/rate_limit_quota/v3/rlqs.grpc.pb.h"
+#include "gtest/gtest.h"
+#include <grpcpp/grpcpp.h>
+
+#include "sluice/memory_store.h"
+#include "sluice/store_url.h"
+
+#include "src/server/grpc/grpc_server.h"
+#include "src/server/grpc/rls_grpc_service.h"
+#include "src/server/rlqs/memory_quota_allocator.h"
+#include "src/server/rlqs/redis_quota_allocator.h"
+#include "src/server/stats/metrics.h"
+#include "src/store/redis/client/redis_client.h"
+#include "tests/testing/manual_clock.h"
+#include "tests/testing/redis_endpoint_of.h"
+#include "tests/testing/redis_server.h"
+
+namespace sluice::server {
+namespace {
+
+namespace rlqs = envoy::service::rate_limit_quota::v3;
+using Reports = rlqs::RateLimitQuotaUsageReports;
+using Response = rlqs::RateLimitQuotaResponse;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kConfig[] = R"(domain: quota
+descriptors:
+  - key: name
+    value: api
+    rate_limit: {unit: second, requests_per_unit: 10}
+  - key: name
+    value: free
+    rate_limit: {unlimited: true}
+  - key: name
+    value: closed
+    rate_limit: {unit: second, requests_per_unit: 0}
+  - key: tenant
+    descriptors:
+      - key: path
+        rate_limit: {unit: minute, requests_per_unit: 600}
+)";
+
+// One sluiced: a RateLimitService for the config, an allocator, both services on one listener.
+struct Sluiced {
+  Sluiced(QuotaAllocator& allocator, Clock& clock, RlqsGrpcServiceOptions options = {}) {
+    auto memory = MemoryStore::Create({});
+    store = *std::move(memory);
+    service = std::make_unique<RateLimitService>(*store, metrics, RateLimitServiceOptions{});
+    const ConfigSource source{.name = "quota.yaml", .content = kConfig};
+    service->SetConfig(*ParseRateLimitConfig({&source, 1}));
+    rls = std::make_unique<RlsGrpcService>(*service, RlsGrpcServiceOptions{});
+    options.clock = &clock;
+    rlqs_service = std::make_unique<RlqsGrpcService>(*service, allocator, options);
+    server = std::make_unique<GrpcServer>(GrpcServerOptions{.address = "127.0.0.1:0"},
+                                          std::vector<GrpcService*>{rls.get(), rlqs_service.get()});
+    EXPECT_TRUE(server->Start().ok());
+    channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port()),
+                                  grpc::InsecureChannelCredentials());
+  }
+
+  Metrics metrics;
+  std::unique_ptr<MemoryStore> store;
+  std::unique_ptr<RateLimitService> service;
+  std::unique_ptr<RlsGrpcService> rls;
+  std::unique_ptr<RlqsGrpcService> rlqs_service;
+  std::unique_ptr<GrpcServer> server;
+  std::shared_ptr<grpc::Channel> channel;
+};
+
+// A client stream, as Envoy's filter keeps one per domain.
+class Client {
+ public:
+  explicit Client(const std::shared_ptr<grpc::Channel>& channel)
+      : stub_(rlqs::RateLimitQuotaService::NewStub(channel)) {
+    context_.set_deadline(std::chrono::system_clock::now() + seconds(30));
+    stream_ = stub_->StreamRateLimitQuotas(&context_);
+  }
+
+  // Sends a report of `usages` ({bucket entries, allowed}) and reads the answer.
+  Response Report(const std::string& domain,
+                  const std::vector<std::pair<std::map<std::string, std::string>, int>>& usages,
+                  int elapsed_seconds) {
+    Reports reports;
+    reports.set_domain(domain);
+    for (const auto& [bucket, allowed] : usages) {
+      auto& usage = *reports.add_bucket_quota_usages();
+      usage.mutable_bucket_id()->mutable_bucket()->insert(bucket.begin(), bucket.end());
+      usage.mutable_time_elapsed()->set_seconds(elapsed_seconds);
+      usage.set_num_requests_allowed(allowed);
+    }
+    EXPECT_TRUE(stream_->Write(reports));
+    Response response;
+    EXPECT_TRUE(stream_->Read(&response));
+    return response;
+  }
+
+  bool Send(const Reports& reports) { return stream_->Write(reports); }
+  bool Read(Response& response) { return stream_->Read(&response); }
+  grpc::Status Close() {
+    stream_->WritesDone();
+    return stream_->Finish();
+  }
+
+ private:
+  std::unique_ptr<rlqs::RateLimitQuotaService::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<Reports, Response>> stream_;
+};
+
+// The rate a response assigns its first bucket: the token bucket's tokens per fill, 0 for
+// DENY_ALL, -1 for ALLOW_ALL, -2 for an abandon.
+int64_t Rate(const Response::BucketAction& action) {
+  if (action.has_abandon_action()) return -2;
+  const auto& strategy = action.quota_assignment_action().rate_limit_strategy();
+  if (strategy.has_token_bucket()) return strategy.token_bucket().tokens_per_fill().value();
+  return strategy.blanket_rule() == envoy::type::v3::RateLimitStrategy::ALLOW_ALL ? -1 : 0;
+}
+
+using Bucket = std::map<std::string, std::string>;
+const Bucket kApi = {{"name", "api"}};
+
+TEST(RlqsGrpcService, AssignsTokenBucketsBlanketRulesAndAbandonsUnknownBuckets) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock);
+  Client client(sluiced.channel);
+  const Response response = client.Report(
+      "quota",
+      {{kApi, 0},
+       {{{"name", "free"}}, 0},
+       {{{"name", "closed"}}, 0},
+       {{{"name", "nope"}}, 0},
+       {{{"path", "/a"}, {"tenant", "t1"}}, 0}},  // nested tenant -> path: found in that order
+      0);
+  ASSERT_EQ(response.bucket_action_size(), 5);
+  const auto& api = response.bucket_action(0);
+  EXPECT_EQ(api.bucket_id().bucket().at("name"), "api");
+  EXPECT_EQ(Rate(api), 10);
+  const auto& assignment = api.quota_assignment_action();
+  EXPECT_EQ(assignment.rate_limit_strategy().token_bucket().max_tokens(), 10u);
+  EXPECT_EQ(assignment.rate_limit_strategy().token_bucket().fill_interval().seconds(), 1);
+  EXPECT_EQ(assignment.assignment_time_to_live().seconds(), 15);  // 3 x Envoy's 5 s
+  EXPECT_EQ(assignment.assignment_time_to_live().nanos(), 0);
+  EXPECT_EQ(Rate(response.bucket_action(1)), -1);
+  EXPECT_EQ(Rate(response.bucket_action(2)), 0);
+  EXPECT_EQ(Rate(response.bucket_action(3)), -2);
+  EXPECT_EQ(Rate(response.bucket_action(4)), 600);
+  EXPECT_EQ(response.bucket_action(4)
+                .quota_assignment_action()
+                .rate_limit_strategy()
+                .token_bucket()
+                .fill_interval()
+                .seconds(),
+            60);
+  // An unknown domain: every bucket abandoned, the stream stays open.
+  const Response unknown = client.Report("other", {{kApi, 0}}, 0);
+  ASSERT_EQ(unknown.bucket_action_size(), 1);
+  EXPECT_EQ(Rate(unknown.bucket_action(0)), -2);
+  EXPECT_EQ(Rate(client.Report("quota", {{kApi, 3}}, 5).bucket_action(0)), 10);
+  EXPECT_TRUE(client.Close().ok());
+  EXPECT_EQ(sluiced.rlqs_service->Stats().buckets_abandoned, 2u);
+}
+
+// Malformed reports (no domain, no buckets, a bucket without entries) are counted and left
+// unanswered, oversized buckets are abandoned, and the stream keeps working.
+TEST(RlqsGrpcService, MalformedAndOversizedReportsDoNotCloseTheStream) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock);
+  Client client(sluiced.channel);
+  Reports empty;
+  ASSERT_TRUE(client.Send(empty));
+  Reports no_domain;
+  no_domain.add_bucket_quota_usages()->mutable_bucket_id()->mutable_bucket()->insert(
+      {"name", "api"});
+  ASSERT_TRUE(client.Send(no_domain));
+  Bucket huge;
+  for (int i = 0; i < 5; ++i) huge["k" + std::to_string(i)] = std::string(200, 'v');
+  const Response response = client.Report("quota", {{kApi, 0}, {huge, 0}}, 0);
+  ASSERT_EQ(response.bucket_action_size(), 2);
+  EXPECT_EQ(Rate(response.bucket_action(0)), 10);
+  EXPECT_EQ(Rate(response.bucket_action(1)), -2);
+  EXPECT_EQ(sluiced.rlqs_service->Stats().reports_malformed, 2u);
+  EXPECT_TRUE(client.Close().ok());
+}
+
+// More reports a second than the bound: the excess is dropped unanswered and counted; once the
+// budget refills the stream is answered again.
+TEST(RlqsGrpcService, AReportFloodIsThrottledAndCounted) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock, {.max_reports_per_second = 2});
+  Client client(sluiced.channel);
+  Reports report;
+  report.set_domain("quota");
+  report.add_bucket_quota_usages()->mutable_bucket_id()->mutable_bucket()->insert({"name", "api"});
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(client.Send(report));
+  Response response;
+  ASSERT_TRUE(client.Read(response));
+  ASSERT_TRUE(client.Read(response));
+  // The 18 others are dropped; with time passing, the next report is answered.
+  for (int i = 0; i < 100 && sluiced.rlqs_service->Stats().reports_throttled < 18; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));  // the server's reads, not time, are awaited
+  }
+  EXPECT_EQ(sluiced.rlqs_service->Stats().reports_throttled, 18u);
+  clock.Advance(seconds(1));
+  ASSERT_TRUE(client.Send(report));
+  ASSERT_TRUE(client.Read(response));
+  EXPECT_EQ(sluiced.rlqs_service->Stats().reports, 3u);
+  EXPECT_TRUE(client.Close().ok());
+}
+
+// Three Envoys on two sluiced over one Redis, demands 30/s, 3/s, 3/s against 10/s, reporting
+// every 5 s of the manual clock (time_elapsed 0 first): the live grants never sum past 10 and
+// converge to the max-min shares 4, 3, 3. Then the big client closes its stream: after its TTL,
+// the others get its share within two reports.
+TEST(RlqsGrpcService, TwoSluicedOnOneRedisShareMaxMinFairly) {
+  absl::StatusOr<std::unique_ptr<testing::RedisServer>> redis = testing::RedisServer::Start();
+  if (!redis.ok()) GTEST_SKIP() << "no redis-server: " << redis.status();
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl((*redis)->Url());
+  ASSERT_TRUE(url.ok());
+  auto redis_client = std::shared_ptr<RedisClient>(*RedisClient::Create(
+      {.endpoint = testing::EndpointOf(*url), .command_timeout = milliseconds(2000)}));
+  ASSERT_TRUE(redis_client->WaitForConnection(milliseconds(5000)).ok());
+  // The grants' TTLs run on Redis TIME; the demand measurement on the manual clock.
+  RedisQuotaAllocator allocator(redis_client, {.timeout = milliseconds(2000)});
+  testing::ManualClock clock;
+  Sluiced one(allocator, clock);
+  Sluiced two(allocator, clock);
+  Client big(one.channel);
+  Client small_a(two.channel);
+  Client small_b(one.channel);
+  Client* clients[3] = {&big, &small_a, &small_b};
+  const int demand[3] = {30, 3, 3};
+  int64_t granted[3] = {0, 0, 0};
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      // Envoy reports what it admitted: at most its grant, at most its demand.
+      const int allowed = round == 0 ? 0 : std::min<int>(demand[i], granted[i]) * 5;
+      const int denied = round == 0 ? 0 : demand[i] * 5 - allowed;
+      Reports reports;
+      reports.set_domain("quota");
+      auto& usage = *reports.add_bucket_quota_usages();
+      usage.mutable_bucket_id()->mutable_bucket()->insert({"name", "api"});
+      usage.mutable_time_elapsed()->set_seconds(round == 0 ? 0 : 5);
+      usage.set_num_requests_allowed(allowed);
+      usage.set_num_requests_denied(denied);
+      ASSERT_TRUE(clients[i]->Send(reports));
+      Response response;
+      ASSERT_TRUE(clients[i]->Read(response));
+      granted[i] = Rate(response.bucket_action(0));
+      ASSERT_GE(granted[i], 0);
+      EXPECT_LE(granted[0] + granted[1] + granted[2], 10) << "round " << round;
+    }
+    clock.Advance(seconds(5));
+  }
+  EXPECT_EQ(granted[0], 4);
+  EXPECT_EQ(granted[1], 3);
+  EXPECT_EQ(granted[2], 3);
+  EXPECT_TRUE(big.Close().ok());
+}
+
+}  // namespace
+}  // namespace sluice::server
