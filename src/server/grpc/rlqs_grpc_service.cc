@@ -8,18 +8,20 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "envoy/service/rate_limit_quota/v3/rlqs.grpc.pb.h"
 #include "spdlog/spdlog.h"
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/socket.h>
 
 #include "src/server/rlqs/quota_plan.h"
+#include "src/util/sha256.h"
 
 namespace sluice::server {
 namespace {
@@ -46,10 +48,7 @@ struct RlqsGrpcService::Impl {
         allocator(allocator_in),
         options(o),
         clock(o.clock != nullptr ? *o.clock : Clock::Real()),
-        service(*this) {
-    std::random_device seed;
-    instance_id = absl::StrFormat("%016x", (uint64_t{seed()} << 32) | seed());
-  }
+        service(*this) {}
 
   // Counts a stream in; false (refused) past max_streams.
   bool Open() {
@@ -78,8 +77,6 @@ struct RlqsGrpcService::Impl {
   QuotaAllocator& allocator;
   const RlqsGrpcServiceOptions options;
   Clock& clock;
-  std::string instance_id;
-  std::atomic<uint64_t> next_stream{0};
   std::mutex mu;
   std::condition_variable idle;
   size_t open = 0;
@@ -296,15 +293,49 @@ class Refused final : public grpc::ServerBidiReactor<Reports, Response> {
 
 }  // namespace
 
+namespace {
+
+// The address of a gRPC peer without its port: "ipv4:10.0.0.1:5000" -> "ipv4:10.0.0.1". A peer
+// "fd:N" (a connection sluiced accepted and handed over) is named by getpeername().
+std::string PeerAddress(const std::string& peer) {
+  int fd = -1;
+  if (peer.starts_with("fd:") && absl::SimpleAtoi(absl::string_view(peer).substr(3), &fd)) {
+    sockaddr_storage address{};
+    auto size = static_cast<socklen_t>(sizeof(address));
+    char text[INET6_ADDRSTRLEN] = {};
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0) {
+      const void* ip =
+          address.ss_family == AF_INET
+              ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(&address)->sin_addr)
+              : &reinterpret_cast<const sockaddr_in6*>(&address)->sin6_addr;
+      if (::inet_ntop(address.ss_family, ip, text, sizeof(text)) != nullptr) return text;
+    }
+    return peer;
+  }
+  const size_t colon = peer.rfind(':');
+  return colon == std::string::npos || colon == peer.find(':') ? peer : peer.substr(0, colon);
+}
+
+}  // namespace
+
 grpc::ServerBidiReactor<Reports, Response>* RlqsGrpcService::Impl::Service::StreamRateLimitQuotas(
-    grpc::CallbackServerContext*) {
+    grpc::CallbackServerContext* context) {
   if (!impl_.Open()) {
     ++impl_.counters.streams_refused;
     return new Refused();
   }
-  // Fixed-length lowercase hex (docs/rlqs.md, "Terms"): this instance, then the stream.
-  std::string client = absl::StrFormat("%s%016x", impl_.instance_id, impl_.next_stream++);
-  return new Stream(impl_, std::move(client));
+  // The client is the Envoy, not the stream (docs/rlqs.md, "Clients"): the id its stream names in
+  // kRlqsClientHeader, else its address. A reconnecting Envoy (after a sluiced restart, or to
+  // another sluiced) then replaces its own grant instead of waiting for it to expire. Hashed to
+  // fixed-length lowercase hex, which Redis's collation orders as bytes.
+  std::string identity;
+  const auto& metadata = context->client_metadata();
+  if (auto it = metadata.find(kRlqsClientHeader); it != metadata.end()) {
+    identity = absl::StrCat("id:", absl::string_view(it->second.data(), it->second.size()));
+  } else {
+    identity = absl::StrCat("ip:", PeerAddress(context->peer()));
+  }
+  return new Stream(impl_, Sha256Hex(identity).substr(0, 32));
 }
 
 RlqsGrpcService::RlqsGrpcService(RateLimitService& rls, QuotaAllocator& allocator,

@@ -2,14 +2,15 @@
 // the Rate Limit Quota Service as a GrpcService (grpc_service.h), beside the rate limit service on
 // the same listener (docs/rlqs.md).
 //
-// Each stream is one client (one Envoy's stream for a domain). Each report's buckets are mapped to
-// rules (quota_plan.h), their demand measured with the server's clock, their shares asked of the
-// QuotaAllocator, and one response answers every bucket of the report: a token bucket, a blanket
-// rule, or an AbandonAction for a bucket no rule matches. A stream reads its next report only once
-// the previous one is answered. Bounds: streams in flight, buckets tracked per stream (more are
-// abandoned), and reports per second per stream (past it a report is dropped unanswered and
-// counted: Envoy keeps its assignments and reports again). A malformed report, an unknown domain
-// or an oversized bucket is answered, never a closed stream.
+// Each stream is one Envoy's stream for a domain; the client it reports as is the Envoy
+// (kRlqsClientHeader, else its address), so a reconnect replaces its own grant. Each report's
+// buckets are mapped to rules (quota_plan.h), their demand measured with the server's clock, their
+// shares asked of the QuotaAllocator, and one response answers every bucket of the report: a token
+// bucket, a blanket rule, or an AbandonAction for a bucket no rule matches. A stream reads its next
+// report only once the previous one is answered. Bounds: streams in flight, buckets tracked per
+// stream (more are abandoned), and reports per second per stream (past it a report is dropped
+// unanswered and counted: Envoy keeps its assignments and reports again). A malformed report, an
+// unknown domain or an oversized bucket is answered, never a closed stream.
 //
 // gRPC C++ engine only: the nghttp2 engine (h2/) serves unary methods, and a bidirectional
 // stream would need a streaming path there (docs/rlqs.md, "Engines").
@@ -34,6 +35,10 @@
 #include "src/server/rls/rate_limit_service.h"
 
 namespace sluice::server {
+
+// The stream metadata that names a client (docs/rlqs.md, "Clients"): Envoys that share an
+// address set it (GrpcService.initial_metadata) to tell themselves apart.
+inline constexpr char kRlqsClientHeader[] = "x-sluice-rlqs-client";
 
 struct RlqsGrpcServiceOptions {
   // Streams open at once; more are refused RESOURCE_EXHAUSTED. Default: 10,000.

@@ -3,12 +3,16 @@
 // stream), on one sluiced with the memory allocator and on two sluiced sharing one Redis.
 #include "src/server/grpc/rlqs_grpc_service.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "envoy/service/rate_limit_quota/v3/rlqs.grpc.pb.h"
 #include "gtest/gtest.h"
 #include <grpcpp/grpcpp.h>
@@ -54,7 +58,8 @@ descriptors:
 
 // One sluiced: a RateLimitService for the config, an allocator, both services on one listener.
 struct Sluiced {
-  Sluiced(QuotaAllocator& allocator, Clock& clock, RlqsGrpcServiceOptions options = {}) {
+  Sluiced(QuotaAllocator& allocator, Clock& clock, RlqsGrpcServiceOptions options = {},
+          const std::string& address = "127.0.0.1:0") {
     auto memory = MemoryStore::Create({});
     store = *std::move(memory);
     service = std::make_unique<RateLimitService>(*store, metrics, RateLimitServiceOptions{});
@@ -63,7 +68,7 @@ struct Sluiced {
     rls = std::make_unique<RlsGrpcService>(*service, RlsGrpcServiceOptions{});
     options.clock = &clock;
     rlqs_service = std::make_unique<RlqsGrpcService>(*service, allocator, options);
-    server = std::make_unique<GrpcServer>(GrpcServerOptions{.address = "127.0.0.1:0"},
+    server = std::make_unique<GrpcServer>(GrpcServerOptions{.address = address},
                                           std::vector<GrpcService*>{rls.get(), rlqs_service.get()});
     EXPECT_TRUE(server->Start().ok());
     channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port()),
@@ -82,9 +87,12 @@ struct Sluiced {
 // A client stream, as Envoy's filter keeps one per domain.
 class Client {
  public:
-  explicit Client(const std::shared_ptr<grpc::Channel>& channel)
+  // `id`: the Envoy this stream reports as (kRlqsClientHeader); every test client shares one
+  // address.
+  Client(const std::shared_ptr<grpc::Channel>& channel, const std::string& id)
       : stub_(rlqs::RateLimitQuotaService::NewStub(channel)) {
     context_.set_deadline(std::chrono::system_clock::now() + seconds(30));
+    context_.AddMetadata(kRlqsClientHeader, id);
     stream_ = stub_->StreamRateLimitQuotas(&context_);
   }
 
@@ -131,11 +139,28 @@ int64_t Rate(const Response::BucketAction& action) {
 using Bucket = std::map<std::string, std::string>;
 const Bucket kApi = {{"name", "api"}};
 
+// Reports `demand` requests a second on the api bucket over `interval` (Envoy's counts: allowed up
+// to the last grant, the rest denied) and returns the new grant's rate.
+int64_t ReportApi(Client& client, int demand, int64_t last_grant, int interval_seconds) {
+  Reports reports;
+  reports.set_domain("quota");
+  auto& usage = *reports.add_bucket_quota_usages();
+  usage.mutable_bucket_id()->mutable_bucket()->insert({"name", "api"});
+  usage.mutable_time_elapsed()->set_seconds(interval_seconds);
+  const int64_t allowed = std::min<int64_t>(demand, std::max<int64_t>(last_grant, 0));
+  usage.set_num_requests_allowed(allowed * interval_seconds);
+  usage.set_num_requests_denied((demand - allowed) * interval_seconds);
+  EXPECT_TRUE(client.Send(reports));
+  Response response;
+  EXPECT_TRUE(client.Read(response));
+  return response.bucket_action_size() == 1 ? Rate(response.bucket_action(0)) : -3;
+}
+
 TEST(RlqsGrpcService, AssignsTokenBucketsBlanketRulesAndAbandonsUnknownBuckets) {
   testing::ManualClock clock;
   MemoryQuotaAllocator allocator(clock);
   Sluiced sluiced(allocator, clock);
-  Client client(sluiced.channel);
+  Client client(sluiced.channel, "envoy-1");
   const Response response = client.Report(
       "quota",
       {{kApi, 0},
@@ -179,7 +204,7 @@ TEST(RlqsGrpcService, MalformedAndOversizedReportsDoNotCloseTheStream) {
   testing::ManualClock clock;
   MemoryQuotaAllocator allocator(clock);
   Sluiced sluiced(allocator, clock);
-  Client client(sluiced.channel);
+  Client client(sluiced.channel, "envoy-1");
   Reports empty;
   ASSERT_TRUE(client.Send(empty));
   Reports no_domain;
@@ -202,7 +227,7 @@ TEST(RlqsGrpcService, AReportFloodIsThrottledAndCounted) {
   testing::ManualClock clock;
   MemoryQuotaAllocator allocator(clock);
   Sluiced sluiced(allocator, clock, {.max_reports_per_second = 2});
-  Client client(sluiced.channel);
+  Client client(sluiced.channel, "envoy-1");
   Reports report;
   report.set_domain("quota");
   report.add_bucket_quota_usages()->mutable_bucket_id()->mutable_bucket()->insert({"name", "api"});
@@ -239,9 +264,9 @@ TEST(RlqsGrpcService, TwoSluicedOnOneRedisShareMaxMinFairly) {
   testing::ManualClock clock;
   Sluiced one(allocator, clock);
   Sluiced two(allocator, clock);
-  Client big(one.channel);
-  Client small_a(two.channel);
-  Client small_b(one.channel);
+  Client big(one.channel, "big");
+  Client small_a(two.channel, "small-a");
+  Client small_b(one.channel, "small-b");
   Client* clients[3] = {&big, &small_a, &small_b};
   const int demand[3] = {30, 3, 3};
   int64_t granted[3] = {0, 0, 0};
@@ -270,6 +295,68 @@ TEST(RlqsGrpcService, TwoSluicedOnOneRedisShareMaxMinFairly) {
   EXPECT_EQ(granted[1], 3);
   EXPECT_EQ(granted[2], 3);
   EXPECT_TRUE(big.Close().ok());
+}
+
+// Two Envoys reporting every second (TTL 3 s) split 10/s; one closes its stream. Its grant may be
+// enforced until its TTL ends, so the other's grant grows only then: within the TTL plus two
+// reports, and never while the closed one's grant is live.
+TEST(RlqsGrpcService, AClosedStreamsShareIsRedistributedAfterItsTtl) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock);
+  auto a = std::make_unique<Client>(sluiced.channel, "a");
+  Client b(sluiced.channel, "b");
+  int64_t ga = 0;
+  int64_t gb = 0;
+  for (int round = 0; round < 4; ++round) {
+    ga = ReportApi(*a, 30, ga, round == 0 ? 0 : 1);
+    gb = ReportApi(b, 30, gb, round == 0 ? 0 : 1);
+    EXPECT_LE(ga + gb, 10);
+    clock.Advance(seconds(1));
+  }
+  EXPECT_EQ(ga, 5);
+  EXPECT_EQ(gb, 5);
+  EXPECT_TRUE(a->Close().ok());
+  a.reset();
+  // a's last grant was given 1 s ago with a TTL of 3 s.
+  int reports = 0;
+  while (gb != 10 && reports < 10) {
+    gb = ReportApi(b, 30, gb, 1);
+    ++reports;
+    if (gb != 10) clock.Advance(seconds(1));
+  }
+  EXPECT_EQ(gb, 10);
+  EXPECT_GE(reports, 2);      // not while a's grant was live (it ends 3 s after it was given)
+  EXPECT_LE(reports, 3 + 2);  // the TTL plus two reports
+}
+
+// sluiced restarts on the same address over the same Redis: the Envoy reconnects and is assigned
+// again at once: it reports as the same client, so its new grant replaces its old one instead of
+// waiting for it to expire.
+TEST(RlqsGrpcService, AfterARestartClientsReconnectAndAreAssignedAgain) {
+  absl::StatusOr<std::unique_ptr<testing::RedisServer>> redis = testing::RedisServer::Start();
+  if (!redis.ok()) GTEST_SKIP() << "no redis-server: " << redis.status();
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl((*redis)->Url());
+  ASSERT_TRUE(url.ok());
+  auto redis_client = std::shared_ptr<RedisClient>(*RedisClient::Create(
+      {.endpoint = testing::EndpointOf(*url), .command_timeout = milliseconds(2000)}));
+  ASSERT_TRUE(redis_client->WaitForConnection(milliseconds(5000)).ok());
+  RedisQuotaAllocator allocator(redis_client, {.timeout = milliseconds(2000)});
+  testing::ManualClock clock;
+  absl::StatusOr<int> port = testing::FreeLoopbackPort();
+  ASSERT_TRUE(port.ok());
+  const std::string address = absl::StrCat("127.0.0.1:", *port);
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  {
+    Sluiced before(allocator, clock, {}, address);
+    Client envoy(channel, "envoy-1");
+    EXPECT_EQ(ReportApi(envoy, 30, 0, 0), 10);
+  }  // sluiced stops; the stream breaks
+  Sluiced after(allocator, clock, {}, address);
+  Client envoy(channel, "envoy-1");
+  EXPECT_EQ(ReportApi(envoy, 30, 0, 0), 10);
+  Client other(channel, "envoy-2");
+  EXPECT_EQ(ReportApi(other, 30, 0, 0), 0);  // envoy-1's grant is live
 }
 
 }  // namespace
