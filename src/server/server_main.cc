@@ -29,8 +29,8 @@
 #include "src/server/grpc/grpc_server.h"
 #include "src/server/grpc/rlqs_grpc_service.h"
 #include "src/server/grpc/rls_grpc_service.h"
-#include "src/server/rlqs/quota_allocator_factory.h"
 #include "src/server/memory_release.h"
+#include "src/server/rlqs/quota_allocator_factory.h"
 #include "src/server/rls/rate_limit_service.h"
 #include "src/server/stats/json_log_format.h"
 #include "src/server/stats/metrics.h"
@@ -311,10 +311,24 @@ int RunServer(const ServerSettings& settings) {
       return ExitStatusFor(allocator.status());
     }
     quota_allocator = *std::move(allocator);
-    rlqs_grpc = std::make_unique<RlqsGrpcService>(service, *quota_allocator,
-                                                  RlqsGrpcServiceOptions{});
+    // Reported requests count in the per-rule counters, as RLS decisions do.
+    rlqs_grpc = std::make_unique<RlqsGrpcService>(
+        service, *quota_allocator,
+        RlqsGrpcServiceOptions{.on_usage = [&metrics](std::string_view domain,
+                                                      std::string_view stats_key, uint64_t allowed,
+                                                      uint64_t denied) {
+          metrics.AddRuleStats(
+              absl::string_view(domain.data(), domain.size()),
+              absl::string_view(stats_key.data(), stats_key.size()),
+              RuleStats{
+                  .total_hits = allowed + denied, .within_limit = allowed, .over_limit = denied});
+        }});
+    metrics.SetTextSource([&rlqs = *rlqs_grpc] { return rlqs.RenderPrometheus(); });
+    spdlog::info("rlqs: serving the rate limit quota service on the gRPC listener");
     grpc_services.push_back(rlqs_grpc.get());
   }
+  // Before `rlqs_grpc` goes: a scrape must not reach it.
+  absl::Cleanup forget_rlqs = [&metrics] { metrics.SetTextSource(nullptr); };
   GrpcServer grpc(
       GrpcServerOptions{
           .engine = settings.grpc_engine == "nghttp2" ? GrpcEngine::kNghttp2 : GrpcEngine::kGrpc,

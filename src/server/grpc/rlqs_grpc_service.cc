@@ -57,6 +57,12 @@ struct RlqsGrpcService::Impl {
     ++open;
     return true;
   }
+  // Keeps `state` as the rule's last allocation; a new rule past the bound is not kept.
+  void Record(const std::string& stats_key, RlqsBucketState state) {
+    std::lock_guard lock(buckets_mu);
+    if (buckets.size() >= 10'000 && !buckets.contains(stats_key)) return;
+    buckets[stats_key] = std::move(state);
+  }
   void Close() {
     std::lock_guard lock(mu);
     --open;
@@ -80,6 +86,8 @@ struct RlqsGrpcService::Impl {
   std::mutex mu;
   std::condition_variable idle;
   size_t open = 0;
+  mutable std::mutex buckets_mu;
+  absl::flat_hash_map<std::string, RlqsBucketState> buckets;
   struct Counters {
     std::atomic<uint64_t> streams_refused{0}, reports{0}, reports_throttled{0},
         reports_malformed{0}, buckets_assigned{0}, buckets_abandoned{0}, allocation_errors{0},
@@ -158,6 +166,7 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
       int index;
       QuotaReport report;
       std::chrono::seconds unit;
+      std::string stats_key;
     };
     std::vector<Pending> pending;
     for (const auto& usage : report_.bucket_quota_usages()) {
@@ -177,6 +186,10 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
       const QuotaBucketPlan plan = config != nullptr
                                        ? PlanQuotaBucket(*config, report_.domain(), entries)
                                        : QuotaBucketPlan{};
+      if (plan.kind != QuotaBucketPlan::Kind::kUnknown && impl_.options.on_usage) {
+        impl_.options.on_usage(report_.domain(), plan.stats_key, usage.num_requests_allowed(),
+                               usage.num_requests_denied());
+      }
       auto state = buckets_.find(id);
       if (plan.kind == QuotaBucketPlan::Kind::kUnknown ||
           (state == buckets_.end() && buckets_.size() >= impl_.options.max_buckets_per_stream)) {
@@ -218,7 +231,7 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
                                      .demand = demand,
                                      .limit = plan.limit,
                                      .ttl = ttl},
-                         plan.unit});
+                         plan.unit, plan.stats_key});
     }
     if (pending.empty()) {
       Answer(std::move(response));
@@ -227,8 +240,9 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
     auto left = std::make_shared<std::atomic<size_t>>(pending.size());
     for (const Pending& p : pending) {
       impl_.allocator.Allocate(p.report, [this, response, left, index = p.index, unit = p.unit,
-                                          bucket =
-                                              p.report.bucket](absl::StatusOr<QuotaShare> share) {
+                                          bucket = p.report.bucket, stats_key = p.stats_key,
+                                          limit = p.report.limit, domain = report_.domain()](
+                                             absl::StatusOr<QuotaShare> share) {
         BucketAction& action = *response->mutable_bucket_action(index);
         if (!share.ok()) {
           ++impl_.counters.allocation_errors;
@@ -248,6 +262,11 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
             SetDuration(unit, *bucket_strategy.mutable_fill_interval());
           }
           ++impl_.counters.buckets_assigned;
+          impl_.Record(stats_key, {.domain = domain,
+                                   .clients = share->clients,
+                                   .demand = share->demand,
+                                   .assigned = share->granted_total,
+                                   .limit = limit});
           spdlog::debug("rlqs: bucket {}: clients {}, demand {}, granted {} of {} assigned", bucket,
                         share->clients, share->demand, share->granted, share->granted_total);
         }
@@ -356,6 +375,11 @@ GrpcCallStats RlqsGrpcService::CallStats() const {
   return GrpcCallStats{.in_flight = impl_->open};
 }
 
+absl::flat_hash_map<std::string, RlqsBucketState> RlqsGrpcService::Buckets() const {
+  std::lock_guard lock(impl_->buckets_mu);
+  return impl_->buckets;
+}
+
 RlqsStats RlqsGrpcService::Stats() const {
   const auto& c = impl_->counters;
   RlqsStats stats;
@@ -373,6 +397,62 @@ RlqsStats RlqsGrpcService::Stats() const {
   stats.requests_allowed = c.requests_allowed;
   stats.requests_denied = c.requests_denied;
   return stats;
+}
+
+namespace {
+
+// A Prometheus label value: backslash, quote and newline escaped.
+std::string Label(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    if (c == '\\' || c == '"') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RlqsGrpcService::RenderPrometheus() const {
+  const RlqsStats stats = Stats();
+  std::string out;
+  auto family = [&out](absl::string_view name, absl::string_view type, absl::string_view help,
+                       uint64_t value) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name, " ",
+                    value, "\n");
+  };
+  family("sluice_rlqs_streams", "gauge", "Rate limit quota streams open.", stats.streams_open);
+  family("sluice_rlqs_streams_refused_total", "counter", "Streams refused past the bound.",
+         stats.streams_refused);
+  family("sluice_rlqs_reports_total", "counter", "Usage reports answered.", stats.reports);
+  family("sluice_rlqs_reports_throttled_total", "counter",
+         "Usage reports dropped past a stream's reports per second.", stats.reports_throttled);
+  family("sluice_rlqs_reports_malformed_total", "counter",
+         "Reports or buckets without a domain or entries.", stats.reports_malformed);
+  family("sluice_rlqs_buckets_abandoned_total", "counter",
+         "Buckets answered with an AbandonAction.", stats.buckets_abandoned);
+  family("sluice_rlqs_allocation_errors_total", "counter", "Buckets the store failed to share.",
+         stats.allocation_errors);
+  const auto buckets = Buckets();
+  const std::pair<const char*, const char*> gauges[] = {
+      {"sluice_rlqs_bucket_clients", "Clients holding a live grant of the rule's limit."},
+      {"sluice_rlqs_bucket_demand", "Their summed demand, requests per unit of the rule."},
+      {"sluice_rlqs_bucket_assigned", "Their summed live grants, requests per unit of the rule."},
+      {"sluice_rlqs_bucket_limit", "The rule's limit, requests per unit."}};
+  for (size_t g = 0; g < 4; ++g) {
+    absl::StrAppend(&out, "# HELP ", gauges[g].first, " ", gauges[g].second, "\n# TYPE ",
+                    gauges[g].first, " gauge\n");
+    for (const auto& [key, b] : buckets) {
+      const uint64_t values[4] = {b.clients, b.demand, b.assigned, b.limit};
+      absl::StrAppend(&out, gauges[g].first, "{domain=\"", Label(b.domain), "\",bucket=\"",
+                      Label(key), "\"} ", values[g], "\n");
+    }
+  }
+  return out;
 }
 
 }  // namespace sluice::server

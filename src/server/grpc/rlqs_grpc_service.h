@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -50,6 +51,21 @@ struct RlqsGrpcServiceOptions {
   uint32_t max_reports_per_second = 10;
   // Clock of demand measurement and of the report budget. Not owned. Default: Clock::Real().
   Clock* clock = nullptr;
+  // Called with each reported bucket that matched a rule: its domain, the rule's stats key and the
+  // requests the client allowed and denied, so they feed the counters RLS decisions feed. Must be
+  // quick and thread-safe. Default: none.
+  std::function<void(std::string_view domain, std::string_view stats_key, uint64_t allowed,
+                     uint64_t denied)>
+      on_usage{};
+};
+
+// The last allocation seen per rule (stats key), for /metrics.
+struct RlqsBucketState {
+  std::string domain;
+  uint64_t clients = 0;
+  uint64_t demand = 0;
+  uint64_t assigned = 0;
+  uint64_t limit = 0;
 };
 
 // Counters of the service (values may be slightly outdated).
@@ -81,6 +97,11 @@ class RlqsGrpcService final : public GrpcService {
   bool WaitIdle(std::chrono::milliseconds bound) override;
   GrpcCallStats CallStats() const override;
   RlqsStats Stats() const;
+  // Per rule (stats key; at most 10,000): the last allocation's clients, summed demand and summed
+  // live grants, per unit of the rule.
+  absl::flat_hash_map<std::string, RlqsBucketState> Buckets() const;
+  // The service's families in the Prometheus text format (Metrics::SetTextSource()).
+  std::string RenderPrometheus() const;
 
   // The service's state, shared with its streams (rlqs_grpc_service.cc only).
   struct Impl;

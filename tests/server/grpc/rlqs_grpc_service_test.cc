@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -196,6 +197,50 @@ TEST(RlqsGrpcService, AssignsTokenBucketsBlanketRulesAndAbandonsUnknownBuckets) 
   EXPECT_EQ(Rate(client.Report("quota", {{kApi, 3}}, 5).bucket_action(0)), 10);
   EXPECT_TRUE(client.Close().ok());
   EXPECT_EQ(sluiced.rlqs_service->Stats().buckets_abandoned, 2u);
+  // The api rule's last allocation, and the service's families for /metrics.
+  const auto buckets = sluiced.rlqs_service->Buckets();
+  ASSERT_TRUE(buckets.contains("quota.name_api"));
+  const RlqsBucketState& api_state = buckets.at("quota.name_api");
+  EXPECT_EQ(api_state.clients, 1u);
+  EXPECT_EQ(api_state.assigned, 10u);
+  EXPECT_EQ(api_state.limit, 10u);
+  const std::string text = sluiced.rlqs_service->RenderPrometheus();
+  EXPECT_NE(
+      text.find("sluice_rlqs_bucket_assigned{domain=\"quota\",bucket=\"quota.name_api\"} 10\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("sluice_rlqs_reports_total 3\n"), std::string::npos) << text;
+}
+
+// The requests a client reports allowed and denied go to the per-rule counters RLS feeds.
+TEST(RlqsGrpcService, ReportedRequestsFeedTheRuleCounters) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  std::mutex mu;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> seen;
+  Sluiced sluiced(allocator, clock,
+                  {.on_usage = [&](std::string_view domain, std::string_view key, uint64_t allowed,
+                                   uint64_t denied) {
+                    std::lock_guard lock(mu);
+                    auto& [a, d] = seen[std::string(domain) + " " + std::string(key)];
+                    a += allowed;
+                    d += denied;
+                  }});
+  Client client(sluiced.channel, "envoy-1");
+  client.Report("quota", {{kApi, 0}}, 0);
+  clock.Advance(seconds(5));
+  Reports reports;
+  reports.set_domain("quota");
+  auto& usage = *reports.add_bucket_quota_usages();
+  usage.mutable_bucket_id()->mutable_bucket()->insert({"name", "api"});
+  usage.set_num_requests_allowed(50);
+  usage.set_num_requests_denied(7);
+  ASSERT_TRUE(client.Send(reports));
+  Response response;
+  ASSERT_TRUE(client.Read(response));
+  EXPECT_TRUE(client.Close().ok());
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen["quota quota.name_api"], std::make_pair(uint64_t{50}, uint64_t{7}));
 }
 
 // Malformed reports (no domain, no buckets, a bucket without entries) are counted and left
