@@ -292,6 +292,25 @@ TEST(RlqsGrpcService, AReportFloodIsThrottledAndCounted) {
   EXPECT_TRUE(client.Close().ok());
 }
 
+// Past max_streams a new stream is refused RESOURCE_EXHAUSTED and counted; the open one works on.
+TEST(RlqsGrpcService, StreamsPastTheBoundAreRefused) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock, {.max_streams = 1});
+  Client first(sluiced.channel, "envoy-1");
+  EXPECT_EQ(ReportApi(first, 30, 0, 0), 10);
+  Client second(sluiced.channel, "envoy-2");
+  Reports reports;
+  reports.set_domain("quota");
+  second.Send(reports);  // may fail: the server may have finished the stream already
+  Response response;
+  EXPECT_FALSE(second.Read(response));
+  EXPECT_EQ(second.Close().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(sluiced.rlqs_service->Stats().streams_refused, 1u);
+  EXPECT_EQ(ReportApi(first, 30, 10, 5), 10);
+  EXPECT_TRUE(first.Close().ok());
+}
+
 // Three Envoys on two sluiced over one Redis, demands 30/s, 3/s, 3/s against 10/s, reporting
 // every 5 s of the manual clock (time_elapsed 0 first): the live grants never sum past 10 and
 // converge to the max-min shares 4, 3, 3. Then the big client closes its stream: after its TTL,
