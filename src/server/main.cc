@@ -144,6 +144,8 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
                  "literal only) (SLUICE_GRPC_ENGINE)")
       ->check(CLI::IsMember({"grpc", "nghttp2"}))
       ->capture_default_str();
+  app.add_flag("--rlqs,!--no-rlqs", s.rlqs,
+               "Serve the Rate Limit Quota Service on the gRPC listener (gRPC C++ engine only)");
   app.add_option("--grpc-tls-cert", s.grpc_tls_cert, "gRPC TLS certificate, PEM");
   app.add_option("--grpc-tls-key", s.grpc_tls_key, "gRPC TLS key, PEM");
   app.add_option("--grpc-tls-client-ca", s.grpc_tls_client_ca,

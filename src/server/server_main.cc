@@ -27,8 +27,10 @@
 #include "src/server/config_watcher.h"
 #include "src/server/fd_limit.h"
 #include "src/server/grpc/grpc_server.h"
+#include "src/server/grpc/rlqs_grpc_service.h"
 #include "src/server/grpc/rls_grpc_service.h"
 #include "src/server/memory_release.h"
+#include "src/server/rlqs/quota_allocator_factory.h"
 #include "src/server/rls/rate_limit_service.h"
 #include "src/server/stats/json_log_format.h"
 #include "src/server/stats/metrics.h"
@@ -295,7 +297,39 @@ int RunServer(const ServerSettings& settings) {
               HttpApiOptions{.metrics_path = settings.disable_stats ? "" : "/metrics"});
   // gRPC first: once /healthcheck answers, every listener is up.
   RlsGrpcService rls_grpc(service, {.max_in_flight = settings.grpc_max_in_flight,
-                                    .threads = settings.grpc_decision_threads});
+                                     .threads = settings.grpc_decision_threads});
+  // The quota service (docs/rlqs.md) shares the store's Redis, on a connection of its own.
+  std::unique_ptr<QuotaAllocator> quota_allocator;
+  std::unique_ptr<RlqsGrpcService> rlqs_grpc;
+  std::vector<GrpcService*> grpc_services = {&rls_grpc};
+  if (settings.rlqs && settings.grpc_engine == "nghttp2") {
+    spdlog::warn("rlqs: not served on the nghttp2 gRPC engine (unary methods only)");
+  } else if (settings.rlqs) {
+    absl::StatusOr<std::unique_ptr<QuotaAllocator>> allocator =
+        OpenQuotaAllocator(settings.store, settings.key_prefix, Clock::Real());
+    if (!allocator.ok()) {
+      spdlog::error("rlqs: {}", StdView(allocator.status().message()));
+      return ExitStatusFor(allocator.status());
+    }
+    quota_allocator = *std::move(allocator);
+    // Reported requests count in the per-rule counters, as RLS decisions do.
+    rlqs_grpc = std::make_unique<RlqsGrpcService>(
+        service, *quota_allocator,
+        RlqsGrpcServiceOptions{.on_usage = [&metrics](std::string_view domain,
+                                                      std::string_view stats_key, uint64_t allowed,
+                                                      uint64_t denied) {
+          metrics.AddRuleStats(
+              absl::string_view(domain.data(), domain.size()),
+              absl::string_view(stats_key.data(), stats_key.size()),
+              RuleStats{
+                  .total_hits = allowed + denied, .within_limit = allowed, .over_limit = denied});
+        }});
+    metrics.SetTextSource([&rlqs = *rlqs_grpc] { return rlqs.RenderPrometheus(); });
+    spdlog::info("rlqs: serving the rate limit quota service on the gRPC listener");
+    grpc_services.push_back(rlqs_grpc.get());
+  }
+  // Before `rlqs_grpc` goes: a scrape must not reach it.
+  absl::Cleanup forget_rlqs = [&metrics] { metrics.SetTextSource(nullptr); };
   GrpcServer grpc(
       GrpcServerOptions{
           .engine = settings.grpc_engine == "nghttp2" ? GrpcEngine::kNghttp2 : GrpcEngine::kGrpc,
@@ -308,7 +342,7 @@ int RunServer(const ServerSettings& settings) {
           .max_connections = cap(settings.grpc_max_connections),
           .max_connections_per_address = settings.grpc_max_connections_per_address,
           .max_concurrent_streams = settings.grpc_max_concurrent_streams},
-      {&rls_grpc});
+      grpc_services);
   if (absl::Status s = grpc.Start(); !s.ok()) {
     spdlog::error("--grpc: {}", StdView(s.message()));
     return ExitStatusFor(s);

@@ -109,6 +109,9 @@ struct ServerSettings {
   std::string grpc_tls_client_ca{};
   // What serves gRPC: "grpc" (gRPC C++) or "nghttp2" (plain TCP only; SLUICE_GRPC_ENGINE).
   std::string grpc_engine = "grpc";
+  // Serve the Rate Limit Quota Service beside the rate limit service (gRPC C++ engine only;
+  // docs/rlqs.md). --no-rlqs turns it off.
+  bool rlqs = true;
 
   // Logging: trace, debug, info, warn, error, critical, off; text or json.
   std::string log_level = "info";

@@ -286,6 +286,11 @@ void Metrics::SetServerStateSource(absl::AnyInvocable<ServerState() const> sourc
   server_state_ = std::move(source);
 }
 
+void Metrics::SetTextSource(absl::AnyInvocable<std::string() const> source) {
+  internal::MutexLock lock(&source_mu_);
+  text_source_ = std::move(source);
+}
+
 void Metrics::SetXdsStateSource(absl::AnyInvocable<XdsState() const> source) {
   internal::MutexLock lock(&source_mu_);
   xds_state_ = std::move(source);
@@ -362,11 +367,13 @@ std::string Metrics::Render() const {
   StoreState state;
   std::optional<ServerState> server;
   std::optional<XdsState> xds;
+  std::string text;
   {
     internal::MutexLock lock(&source_mu_);
     if (store_state_) state = store_state_();
     if (server_state_) server = server_state_();
     if (xds_state_) xds = xds_state_();
+    if (text_source_) text = text_source_();
   }
   header("ratelimit_service_should_rate_limit_error_total", "counter",
          "Requests that failed: redis_error in the store, service_error malformed.");
@@ -535,6 +542,7 @@ std::string Metrics::Render() const {
   counter("sluice_metrics_series_folded_total",
           "Updates counted in an _overflow series because the series bounds were reached.",
           series_folded_.load(std::memory_order_relaxed));
+  out += text;
   return out;
 }
 

@@ -172,6 +172,9 @@ class Metrics final : public RlsObserver {
   // Where the xDS client's counters come from; called as the store source is. Default: none (no
   // sluice_xds_* series).
   void SetXdsStateSource(absl::AnyInvocable<XdsState() const> source);
+  // Families another room renders itself (the quota service's, docs/rlqs.md), appended to
+  // Render()'s text; called as the store source is. Default: none.
+  void SetTextSource(absl::AnyInvocable<std::string() const> source);
 
   // Metrics::Render()
   //
@@ -245,6 +248,7 @@ class Metrics final : public RlsObserver {
   absl::AnyInvocable<StoreState() const> store_state_ ABSL_GUARDED_BY(source_mu_);
   absl::AnyInvocable<ServerState() const> server_state_ ABSL_GUARDED_BY(source_mu_);
   absl::AnyInvocable<XdsState() const> xds_state_ ABSL_GUARDED_BY(source_mu_);
+  absl::AnyInvocable<std::string() const> text_source_ ABSL_GUARDED_BY(source_mu_);
   std::atomic<size_t> series_bytes_{0};
   std::atomic<uint64_t> series_folded_{0};
   std::atomic<uint64_t> store_errors_{0};

@@ -1,0 +1,154 @@
+// The RLQS end-to-end accuracy run (docs/PERFORMANCE.md, "RLQS accuracy"): M simulated Envoys
+// enforce the token buckets sluice assigns them against open-loop demand that shifts between
+// uniform and skewed phases, and report every 5 s as Envoy's rate_limit_quota filter does
+// (counts of allowed and denied, the first report at the first request). Time is simulated in
+// 1 ms steps; the allocation is the memory allocator's (the same rule as the Redis script), and
+// the demand measurement and TTLs are the service's (rlqs_grpc_service.cc). Prints one CSV row per
+// second (t, demand, min(demand, limit), admitted, live grants) and a summary per phase.
+//
+//   rlqs_accuracy [--reset-on-refresh]   (a refreshed assignment refills the bucket, the worst
+//   case)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "src/server/rlqs/memory_quota_allocator.h"
+#include "tests/testing/manual_clock.h"
+
+namespace {
+
+using sluice::QuotaShare;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr int kEnvoys = 10;
+constexpr uint64_t kLimit = 100;  // requests per second, shared
+constexpr int kPhaseSeconds = 60;
+constexpr int kReportMs = 5000;
+
+// Each phase's demand per Envoy, requests per second.
+std::vector<std::vector<double>> Phases() {
+  std::vector<double> uniform(kEnvoys, 15);  // 150 > limit: 10 each
+  std::vector<double> skewed(kEnvoys, 3);    // one big: 27 + 73
+  skewed[0] = 80;
+  std::vector<double> under(kEnvoys, 5);    // 50 < limit: all admitted
+  std::vector<double> two_big(kEnvoys, 1);  // 8 + 46 + 46
+  two_big[3] = 60;
+  two_big[7] = 60;
+  return {uniform, skewed, under, two_big};
+}
+
+struct Envoy {
+  double tokens = 0;
+  uint64_t rate = 0;  // tokens per second; 0: deny all
+  bool assigned = false;
+  int64_t expires_ms = 0;
+  int64_t next_report_ms = -1;
+  int64_t last_report_ms = -1;
+  uint64_t allowed = 0;
+  uint64_t denied = 0;
+  double arrivals = 0;  // fractional requests carried to the next millisecond
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool reset_on_refresh = argc > 1 && std::strcmp(argv[1], "--reset-on-refresh") == 0;
+  sluice::testing::ManualClock clock;
+  sluice::MemoryQuotaAllocator allocator(clock);
+  const auto phases = Phases();
+  std::mt19937_64 rng(22);
+  std::vector<Envoy> envoys(kEnvoys);
+  std::uniform_int_distribution<int> phase_jitter(0, kReportMs - 1);
+  std::printf("t,demand,target,admitted,granted\n");
+  const int total_ms = kPhaseSeconds * static_cast<int>(phases.size()) * 1000;
+  std::vector<double> admitted_per_s(total_ms / 1000, 0), target_per_s(total_ms / 1000, 0);
+  uint64_t admitted_this_second = 0;
+  for (int64_t now = 0; now < total_ms; ++now) {
+    const auto& demand = phases[now / (kPhaseSeconds * 1000)];
+    for (int i = 0; i < kEnvoys; ++i) {
+      Envoy& e = envoys[i];
+      // Reports: the first at the first request, then every 5 s.
+      if (e.next_report_ms < 0) e.next_report_ms = now;
+      if (now == e.next_report_ms) {
+        const bool first = e.last_report_ms < 0;
+        const int64_t interval_ms = first ? kReportMs : now - e.last_report_ms;
+        uint64_t measured = kLimit;
+        if (!first) {
+          measured = static_cast<uint64_t>(
+              std::ceil(static_cast<double>(e.allowed + e.denied) * 1000.0 / interval_ms));
+        }
+        QuotaShare share;
+        allocator.Allocate({.bucket = "sim",
+                            .client = std::to_string(i),
+                            .demand = measured,
+                            .limit = kLimit,
+                            .ttl = sluice::QuotaTtl(milliseconds(interval_ms))},
+                           [&](absl::StatusOr<QuotaShare> s) { share = *s; });
+        const bool changed = !e.assigned || share.granted != e.rate;
+        if (changed || reset_on_refresh) e.tokens = static_cast<double>(share.granted);
+        e.rate = share.granted;
+        e.assigned = true;
+        e.expires_ms = now + share.ttl.count() * 1000;
+        e.allowed = e.denied = 0;
+        e.last_report_ms = now;
+        e.next_report_ms = now + (first ? phase_jitter(rng) + 1 : kReportMs);
+      }
+      if (e.assigned && now >= e.expires_ms) e.rate = 0;  // expired: deny (a strict fallback)
+      e.tokens = std::min(static_cast<double>(e.rate), e.tokens + e.rate / 1000.0);
+      e.arrivals += demand[i] / 1000.0;
+      while (e.arrivals >= 1) {
+        e.arrivals -= 1;
+        if (e.tokens >= 1) {
+          e.tokens -= 1;
+          ++e.allowed;
+          ++admitted_this_second;
+        } else {
+          ++e.denied;
+        }
+      }
+    }
+    clock.Advance(milliseconds(1));
+    if ((now + 1) % 1000 == 0) {
+      double total_demand = 0;
+      for (double d : demand) total_demand += d;
+      uint64_t granted = 0;
+      for (const Envoy& e : envoys) granted += e.rate;
+      const double target = std::min<double>(total_demand, kLimit);
+      const int second = static_cast<int>(now / 1000);
+      admitted_per_s[second] = static_cast<double>(admitted_this_second);
+      target_per_s[second] = target;
+      std::printf("%d,%.0f,%.0f,%llu,%llu\n", second + 1, total_demand, target,
+                  static_cast<unsigned long long>(admitted_this_second),
+                  static_cast<unsigned long long>(granted));
+      admitted_this_second = 0;
+    }
+  }
+  // Per phase: the most admitted in one second, the steady-state ratio (after 15 s, three report
+  // intervals), and the seconds after the shift until every later second is within 5 % of target.
+  for (size_t p = 0; p < phases.size(); ++p) {
+    const int begin = static_cast<int>(p) * kPhaseSeconds;
+    double peak = 0, sum = 0, target_sum = 0;
+    for (int s = begin; s < begin + kPhaseSeconds; ++s) peak = std::max(peak, admitted_per_s[s]);
+    for (int s = begin + 15; s < begin + kPhaseSeconds; ++s) {
+      sum += admitted_per_s[s];
+      target_sum += target_per_s[s];
+    }
+    int settled = kPhaseSeconds;
+    for (int s = begin + kPhaseSeconds - 1; s >= begin; --s) {
+      if (std::abs(admitted_per_s[s] - target_per_s[s]) > 0.05 * target_per_s[s]) break;
+      settled = s - begin;
+    }
+    std::fprintf(stderr,
+                 "phase %zu: target %.0f/s, peak second %.0f, steady admitted/target %.3f, "
+                 "within 5%% from second %d\n",
+                 p, target_per_s[begin], peak, sum / target_sum, settled);
+  }
+  return 0;
+}

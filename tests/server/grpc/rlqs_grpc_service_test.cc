@@ -1,0 +1,427 @@
+// The rate limit quota service beside the rate limit service, under gRPC C++ clients that behave
+// as Envoy's rate_limit_quota filter does (reports with time_elapsed 0 first, several buckets per
+// stream), on one sluiced with the memory allocator and on two sluiced sharing one Redis.
+#include "src/server/grpc/rlqs_grpc_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "envoy/service/rate_limit_quota/v3/rlqs.grpc.pb.h"
+#include "gtest/gtest.h"
+#include <grpcpp/grpcpp.h>
+
+#include "sluice/memory_store.h"
+#include "sluice/store_url.h"
+
+#include "src/server/grpc/grpc_server.h"
+#include "src/server/grpc/rls_grpc_service.h"
+#include "src/server/rlqs/memory_quota_allocator.h"
+#include "src/server/rlqs/redis_quota_allocator.h"
+#include "src/server/stats/metrics.h"
+#include "src/store/redis/client/redis_client.h"
+#include "tests/testing/manual_clock.h"
+#include "tests/testing/redis_endpoint_of.h"
+#include "tests/testing/redis_server.h"
+
+namespace sluice::server {
+namespace {
+
+namespace rlqs = envoy::service::rate_limit_quota::v3;
+using Reports = rlqs::RateLimitQuotaUsageReports;
+using Response = rlqs::RateLimitQuotaResponse;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kConfig[] = R"(domain: quota
+descriptors:
+  - key: name
+    value: api
+    rate_limit: {unit: second, requests_per_unit: 10}
+  - key: name
+    value: free
+    rate_limit: {unlimited: true}
+  - key: name
+    value: closed
+    rate_limit: {unit: second, requests_per_unit: 0}
+  - key: tenant
+    descriptors:
+      - key: path
+        rate_limit: {unit: minute, requests_per_unit: 600}
+)";
+
+// One sluiced: a RateLimitService for the config, an allocator, both services on one listener.
+struct Sluiced {
+  Sluiced(QuotaAllocator& allocator, Clock& clock, RlqsGrpcServiceOptions options = {},
+          const std::string& address = "127.0.0.1:0") {
+    auto memory = MemoryStore::Create({});
+    store = *std::move(memory);
+    service = std::make_unique<RateLimitService>(*store, metrics, RateLimitServiceOptions{});
+    const ConfigSource source{.name = "quota.yaml", .content = kConfig};
+    service->SetConfig(*ParseRateLimitConfig({&source, 1}));
+    rls = std::make_unique<RlsGrpcService>(*service, RlsGrpcServiceOptions{});
+    options.clock = &clock;
+    rlqs_service = std::make_unique<RlqsGrpcService>(*service, allocator, options);
+    server = std::make_unique<GrpcServer>(GrpcServerOptions{.address = address},
+                                          std::vector<GrpcService*>{rls.get(), rlqs_service.get()});
+    EXPECT_TRUE(server->Start().ok());
+    channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port()),
+                                  grpc::InsecureChannelCredentials());
+  }
+
+  Metrics metrics;
+  std::unique_ptr<MemoryStore> store;
+  std::unique_ptr<RateLimitService> service;
+  std::unique_ptr<RlsGrpcService> rls;
+  std::unique_ptr<RlqsGrpcService> rlqs_service;
+  std::unique_ptr<GrpcServer> server;
+  std::shared_ptr<grpc::Channel> channel;
+};
+
+// A client stream, as Envoy's filter keeps one per domain.
+class Client {
+ public:
+  // `id`: the Envoy this stream reports as (kRlqsClientHeader); every test client shares one
+  // address.
+  Client(const std::shared_ptr<grpc::Channel>& channel, const std::string& id)
+      : stub_(rlqs::RateLimitQuotaService::NewStub(channel)) {
+    context_.set_deadline(std::chrono::system_clock::now() + seconds(30));
+    context_.AddMetadata(kRlqsClientHeader, id);
+    stream_ = stub_->StreamRateLimitQuotas(&context_);
+  }
+
+  // Sends a report of `usages` ({bucket entries, allowed}) and reads the answer.
+  Response Report(const std::string& domain,
+                  const std::vector<std::pair<std::map<std::string, std::string>, int>>& usages,
+                  int elapsed_seconds) {
+    Reports reports;
+    reports.set_domain(domain);
+    for (const auto& [bucket, allowed] : usages) {
+      auto& usage = *reports.add_bucket_quota_usages();
+      usage.mutable_bucket_id()->mutable_bucket()->insert(bucket.begin(), bucket.end());
+      usage.mutable_time_elapsed()->set_seconds(elapsed_seconds);
+      usage.set_num_requests_allowed(allowed);
+    }
+    EXPECT_TRUE(stream_->Write(reports));
+    Response response;
+    EXPECT_TRUE(stream_->Read(&response));
+    return response;
+  }
+
+  bool Send(const Reports& reports) { return stream_->Write(reports); }
+  bool Read(Response& response) { return stream_->Read(&response); }
+  grpc::Status Close() {
+    stream_->WritesDone();
+    return stream_->Finish();
+  }
+
+ private:
+  std::unique_ptr<rlqs::RateLimitQuotaService::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<Reports, Response>> stream_;
+};
+
+// The rate a response assigns its first bucket: the token bucket's tokens per fill, 0 for
+// DENY_ALL, -1 for ALLOW_ALL, -2 for an abandon.
+int64_t Rate(const Response::BucketAction& action) {
+  if (action.has_abandon_action()) return -2;
+  const auto& strategy = action.quota_assignment_action().rate_limit_strategy();
+  if (strategy.has_token_bucket()) return strategy.token_bucket().tokens_per_fill().value();
+  return strategy.blanket_rule() == envoy::type::v3::RateLimitStrategy::ALLOW_ALL ? -1 : 0;
+}
+
+using Bucket = std::map<std::string, std::string>;
+const Bucket kApi = {{"name", "api"}};
+
+// Reports `demand` requests a second on the api bucket over `interval` (Envoy's counts: allowed up
+// to the last grant, the rest denied) and returns the new grant's rate.
+int64_t ReportApi(Client& client, int demand, int64_t last_grant, int interval_seconds) {
+  Reports reports;
+  reports.set_domain("quota");
+  auto& usage = *reports.add_bucket_quota_usages();
+  usage.mutable_bucket_id()->mutable_bucket()->insert({"name", "api"});
+  usage.mutable_time_elapsed()->set_seconds(interval_seconds);
+  const int64_t allowed = std::min<int64_t>(demand, std::max<int64_t>(last_grant, 0));
+  usage.set_num_requests_allowed(allowed * interval_seconds);
+  usage.set_num_requests_denied((demand - allowed) * interval_seconds);
+  EXPECT_TRUE(client.Send(reports));
+  Response response;
+  EXPECT_TRUE(client.Read(response));
+  return response.bucket_action_size() == 1 ? Rate(response.bucket_action(0)) : -3;
+}
+
+TEST(RlqsGrpcService, AssignsTokenBucketsBlanketRulesAndAbandonsUnknownBuckets) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock);
+  Client client(sluiced.channel, "envoy-1");
+  const Response response = client.Report(
+      "quota",
+      {{kApi, 0},
+       {{{"name", "free"}}, 0},
+       {{{"name", "closed"}}, 0},
+       {{{"name", "nope"}}, 0},
+       {{{"path", "/a"}, {"tenant", "t1"}}, 0}},  // nested tenant -> path: found in that order
+      0);
+  ASSERT_EQ(response.bucket_action_size(), 5);
+  const auto& api = response.bucket_action(0);
+  EXPECT_EQ(api.bucket_id().bucket().at("name"), "api");
+  EXPECT_EQ(Rate(api), 10);
+  const auto& assignment = api.quota_assignment_action();
+  EXPECT_EQ(assignment.rate_limit_strategy().token_bucket().max_tokens(), 10u);
+  EXPECT_EQ(assignment.rate_limit_strategy().token_bucket().fill_interval().seconds(), 1);
+  EXPECT_EQ(assignment.assignment_time_to_live().seconds(), 15);  // 3 x Envoy's 5 s
+  EXPECT_EQ(assignment.assignment_time_to_live().nanos(), 0);
+  EXPECT_EQ(Rate(response.bucket_action(1)), -1);
+  EXPECT_EQ(Rate(response.bucket_action(2)), 0);
+  EXPECT_EQ(Rate(response.bucket_action(3)), -2);
+  EXPECT_EQ(Rate(response.bucket_action(4)), 600);
+  EXPECT_EQ(response.bucket_action(4)
+                .quota_assignment_action()
+                .rate_limit_strategy()
+                .token_bucket()
+                .fill_interval()
+                .seconds(),
+            60);
+  // An unknown domain: every bucket abandoned, the stream stays open.
+  const Response unknown = client.Report("other", {{kApi, 0}}, 0);
+  ASSERT_EQ(unknown.bucket_action_size(), 1);
+  EXPECT_EQ(Rate(unknown.bucket_action(0)), -2);
+  EXPECT_EQ(Rate(client.Report("quota", {{kApi, 3}}, 5).bucket_action(0)), 10);
+  EXPECT_TRUE(client.Close().ok());
+  EXPECT_EQ(sluiced.rlqs_service->Stats().buckets_abandoned, 2u);
+  // The api rule's last allocation, and the service's families for /metrics.
+  const auto buckets = sluiced.rlqs_service->Buckets();
+  ASSERT_TRUE(buckets.contains("quota.name_api"));
+  const RlqsBucketState& api_state = buckets.at("quota.name_api");
+  EXPECT_EQ(api_state.clients, 1u);
+  EXPECT_EQ(api_state.assigned, 10u);
+  EXPECT_EQ(api_state.limit, 10u);
+  const std::string text = sluiced.rlqs_service->RenderPrometheus();
+  EXPECT_NE(
+      text.find("sluice_rlqs_bucket_assigned{domain=\"quota\",bucket=\"quota.name_api\"} 10\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("sluice_rlqs_reports_total 3\n"), std::string::npos) << text;
+}
+
+// The requests a client reports allowed and denied go to the per-rule counters RLS feeds.
+TEST(RlqsGrpcService, ReportedRequestsFeedTheRuleCounters) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  std::mutex mu;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> seen;
+  Sluiced sluiced(allocator, clock,
+                  {.on_usage = [&](std::string_view domain, std::string_view key, uint64_t allowed,
+                                   uint64_t denied) {
+                    std::lock_guard lock(mu);
+                    auto& [a, d] = seen[std::string(domain) + " " + std::string(key)];
+                    a += allowed;
+                    d += denied;
+                  }});
+  Client client(sluiced.channel, "envoy-1");
+  client.Report("quota", {{kApi, 0}}, 0);
+  clock.Advance(seconds(5));
+  Reports reports;
+  reports.set_domain("quota");
+  auto& usage = *reports.add_bucket_quota_usages();
+  usage.mutable_bucket_id()->mutable_bucket()->insert({"name", "api"});
+  usage.set_num_requests_allowed(50);
+  usage.set_num_requests_denied(7);
+  ASSERT_TRUE(client.Send(reports));
+  Response response;
+  ASSERT_TRUE(client.Read(response));
+  EXPECT_TRUE(client.Close().ok());
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen["quota quota.name_api"], std::make_pair(uint64_t{50}, uint64_t{7}));
+}
+
+// Malformed reports (no domain, no buckets, a bucket without entries) are counted and left
+// unanswered, oversized buckets are abandoned, and the stream keeps working.
+TEST(RlqsGrpcService, MalformedAndOversizedReportsDoNotCloseTheStream) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock);
+  Client client(sluiced.channel, "envoy-1");
+  Reports empty;
+  ASSERT_TRUE(client.Send(empty));
+  Reports no_domain;
+  no_domain.add_bucket_quota_usages()->mutable_bucket_id()->mutable_bucket()->insert(
+      {"name", "api"});
+  ASSERT_TRUE(client.Send(no_domain));
+  Bucket huge;
+  for (int i = 0; i < 5; ++i) huge["k" + std::to_string(i)] = std::string(200, 'v');
+  const Response response = client.Report("quota", {{kApi, 0}, {huge, 0}}, 0);
+  ASSERT_EQ(response.bucket_action_size(), 2);
+  EXPECT_EQ(Rate(response.bucket_action(0)), 10);
+  EXPECT_EQ(Rate(response.bucket_action(1)), -2);
+  EXPECT_EQ(sluiced.rlqs_service->Stats().reports_malformed, 2u);
+  EXPECT_TRUE(client.Close().ok());
+}
+
+// More reports a second than the bound: the excess is dropped unanswered and counted; once the
+// budget refills the stream is answered again.
+TEST(RlqsGrpcService, AReportFloodIsThrottledAndCounted) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock, {.max_reports_per_second = 2});
+  Client client(sluiced.channel, "envoy-1");
+  Reports report;
+  report.set_domain("quota");
+  report.add_bucket_quota_usages()->mutable_bucket_id()->mutable_bucket()->insert({"name", "api"});
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(client.Send(report));
+  Response response;
+  ASSERT_TRUE(client.Read(response));
+  ASSERT_TRUE(client.Read(response));
+  // The 18 others are dropped; with time passing, the next report is answered.
+  for (int i = 0; i < 100 && sluiced.rlqs_service->Stats().reports_throttled < 18; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));  // the server's reads, not time, are awaited
+  }
+  EXPECT_EQ(sluiced.rlqs_service->Stats().reports_throttled, 18u);
+  clock.Advance(seconds(1));
+  ASSERT_TRUE(client.Send(report));
+  ASSERT_TRUE(client.Read(response));
+  EXPECT_EQ(sluiced.rlqs_service->Stats().reports, 3u);
+  EXPECT_TRUE(client.Close().ok());
+}
+
+// Past max_streams a new stream is refused RESOURCE_EXHAUSTED and counted; the open one works on.
+TEST(RlqsGrpcService, StreamsPastTheBoundAreRefused) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock, {.max_streams = 1});
+  Client first(sluiced.channel, "envoy-1");
+  EXPECT_EQ(ReportApi(first, 30, 0, 0), 10);
+  Client second(sluiced.channel, "envoy-2");
+  Reports reports;
+  reports.set_domain("quota");
+  second.Send(reports);  // may fail: the server may have finished the stream already
+  Response response;
+  EXPECT_FALSE(second.Read(response));
+  EXPECT_EQ(second.Close().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(sluiced.rlqs_service->Stats().streams_refused, 1u);
+  EXPECT_EQ(ReportApi(first, 30, 10, 5), 10);
+  EXPECT_TRUE(first.Close().ok());
+}
+
+// Three Envoys on two sluiced over one Redis, demands 30/s, 3/s, 3/s against 10/s, reporting
+// every 5 s of the manual clock (time_elapsed 0 first): the live grants never sum past 10 and
+// converge to the max-min shares 4, 3, 3. Then the big client closes its stream: after its TTL,
+// the others get its share within two reports.
+TEST(RlqsGrpcService, TwoSluicedOnOneRedisShareMaxMinFairly) {
+  absl::StatusOr<std::unique_ptr<testing::RedisServer>> redis = testing::RedisServer::Start();
+  if (!redis.ok()) GTEST_SKIP() << "no redis-server: " << redis.status();
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl((*redis)->Url());
+  ASSERT_TRUE(url.ok());
+  auto redis_client = std::shared_ptr<RedisClient>(*RedisClient::Create(
+      {.endpoint = testing::EndpointOf(*url), .command_timeout = milliseconds(2000)}));
+  ASSERT_TRUE(redis_client->WaitForConnection(milliseconds(5000)).ok());
+  // The grants' TTLs run on Redis TIME; the demand measurement on the manual clock.
+  RedisQuotaAllocator allocator(redis_client, {.timeout = milliseconds(2000)});
+  testing::ManualClock clock;
+  Sluiced one(allocator, clock);
+  Sluiced two(allocator, clock);
+  Client big(one.channel, "big");
+  Client small_a(two.channel, "small-a");
+  Client small_b(one.channel, "small-b");
+  Client* clients[3] = {&big, &small_a, &small_b};
+  const int demand[3] = {30, 3, 3};
+  int64_t granted[3] = {0, 0, 0};
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      // Envoy reports what it admitted: at most its grant, at most its demand.
+      const int allowed = round == 0 ? 0 : std::min<int>(demand[i], granted[i]) * 5;
+      const int denied = round == 0 ? 0 : demand[i] * 5 - allowed;
+      Reports reports;
+      reports.set_domain("quota");
+      auto& usage = *reports.add_bucket_quota_usages();
+      usage.mutable_bucket_id()->mutable_bucket()->insert({"name", "api"});
+      usage.mutable_time_elapsed()->set_seconds(round == 0 ? 0 : 5);
+      usage.set_num_requests_allowed(allowed);
+      usage.set_num_requests_denied(denied);
+      ASSERT_TRUE(clients[i]->Send(reports));
+      Response response;
+      ASSERT_TRUE(clients[i]->Read(response));
+      granted[i] = Rate(response.bucket_action(0));
+      ASSERT_GE(granted[i], 0);
+      EXPECT_LE(granted[0] + granted[1] + granted[2], 10) << "round " << round;
+    }
+    clock.Advance(seconds(5));
+  }
+  EXPECT_EQ(granted[0], 4);
+  EXPECT_EQ(granted[1], 3);
+  EXPECT_EQ(granted[2], 3);
+  EXPECT_TRUE(big.Close().ok());
+}
+
+// Two Envoys reporting every second (TTL 3 s) split 10/s; one closes its stream. Its grant may be
+// enforced until its TTL ends, so the other's grant grows only then: within the TTL plus two
+// reports, and never while the closed one's grant is live.
+TEST(RlqsGrpcService, AClosedStreamsShareIsRedistributedAfterItsTtl) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock);
+  auto a = std::make_unique<Client>(sluiced.channel, "a");
+  Client b(sluiced.channel, "b");
+  int64_t ga = 0;
+  int64_t gb = 0;
+  for (int round = 0; round < 4; ++round) {
+    ga = ReportApi(*a, 30, ga, round == 0 ? 0 : 1);
+    gb = ReportApi(b, 30, gb, round == 0 ? 0 : 1);
+    EXPECT_LE(ga + gb, 10);
+    clock.Advance(seconds(1));
+  }
+  EXPECT_EQ(ga, 5);
+  EXPECT_EQ(gb, 5);
+  EXPECT_TRUE(a->Close().ok());
+  a.reset();
+  // a's last grant was given 1 s ago with a TTL of 3 s.
+  int reports = 0;
+  while (gb != 10 && reports < 10) {
+    gb = ReportApi(b, 30, gb, 1);
+    ++reports;
+    if (gb != 10) clock.Advance(seconds(1));
+  }
+  EXPECT_EQ(gb, 10);
+  EXPECT_GE(reports, 2);      // not while a's grant was live (it ends 3 s after it was given)
+  EXPECT_LE(reports, 3 + 2);  // the TTL plus two reports
+}
+
+// sluiced restarts on the same address over the same Redis: the Envoy reconnects and is assigned
+// again at once: it reports as the same client, so its new grant replaces its old one instead of
+// waiting for it to expire.
+TEST(RlqsGrpcService, AfterARestartClientsReconnectAndAreAssignedAgain) {
+  absl::StatusOr<std::unique_ptr<testing::RedisServer>> redis = testing::RedisServer::Start();
+  if (!redis.ok()) GTEST_SKIP() << "no redis-server: " << redis.status();
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl((*redis)->Url());
+  ASSERT_TRUE(url.ok());
+  auto redis_client = std::shared_ptr<RedisClient>(*RedisClient::Create(
+      {.endpoint = testing::EndpointOf(*url), .command_timeout = milliseconds(2000)}));
+  ASSERT_TRUE(redis_client->WaitForConnection(milliseconds(5000)).ok());
+  RedisQuotaAllocator allocator(redis_client, {.timeout = milliseconds(2000)});
+  testing::ManualClock clock;
+  absl::StatusOr<int> port = testing::FreeLoopbackPort();
+  ASSERT_TRUE(port.ok());
+  const std::string address = absl::StrCat("127.0.0.1:", *port);
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  {
+    Sluiced before(allocator, clock, {}, address);
+    Client envoy(channel, "envoy-1");
+    EXPECT_EQ(ReportApi(envoy, 30, 0, 0), 10);
+  }  // sluiced stops; the stream breaks
+  Sluiced after(allocator, clock, {}, address);
+  Client envoy(channel, "envoy-1");
+  EXPECT_EQ(ReportApi(envoy, 30, 0, 0), 10);
+  Client other(channel, "envoy-2");
+  EXPECT_EQ(ReportApi(other, 30, 0, 0), 0);  // envoy-1's grant is live
+}
+
+}  // namespace
+}  // namespace sluice::server
