@@ -56,8 +56,10 @@ struct DashboardOptions {
   // The heavy hitters cover the current and the previous window: between one and two windows.
   // Default: 30 s, so the tables cover the last 30 to 60 s.
   std::chrono::seconds window{30};
-  // Rows in each top list of the feed. Default: 20.
+  // Rows in the feed's list of descriptors over their limit. Default: 20.
   size_t top_rows = 20;
+  // Rows in the feed's list of callers. Default: 10.
+  size_t top_caller_rows = 10;
 };
 
 // The config's state, as the process reports it.

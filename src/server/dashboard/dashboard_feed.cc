@@ -208,7 +208,7 @@ std::string Dashboard::FeedJson(std::string_view domain) const {
   }
   feed["domains"] = std::move(domains);
   feed["top_over_limit"] = TopRows(denied, domain, options_.top_rows, true);
-  feed["top_callers"] = TopRows(callers, domain, options_.top_rows, false);
+  feed["top_callers"] = TopRows(callers, domain, options_.top_caller_rows, false);
   boost::json::object lat;
   lat["p50_us"] = Percentile(latency, 0.50);
   lat["p90_us"] = Percentile(latency, 0.90);

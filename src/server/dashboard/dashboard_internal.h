@@ -56,7 +56,10 @@ inline size_t LatencyBucket(std::chrono::microseconds latency) {
 
 // The escaped components of a store key's tag: domain, key1, value1, key2, value2, ...
 inline std::vector<std::string> TagComponents(std::string_view store_key) {
-  const std::string tag = UnescapeKeyTag(SplitKey(store_key).tag);
+  const KeyParts parts = SplitKey(store_key);
+  // A key cut short (SpaceSaving's max_key_bytes) has lost its closing brace: still a tag.
+  const std::string tag =
+      UnescapeKeyTag(parts.tagged || !store_key.starts_with('{') ? parts.tag : store_key.substr(1));
   std::vector<std::string> out(1);
   for (size_t i = 0; i < tag.size(); ++i) {
     if (tag[i] == '\\' && i + 1 < tag.size()) {
