@@ -138,6 +138,17 @@ TEST_F(DashboardTest, MemoryIsBoundedWhateverTheCardinality) {
   EXPECT_LE(dashboard_.MemoryBytes(), before + domains);
 }
 
+// The defaults sluiced runs with, as docs/sluiced.md states them: about 0.5 MiB of heavy-hitter
+// tables, and at most 32 domains (and "(other)") of 300 s per shard beside them.
+TEST(DashboardMemoryTest, DefaultsStayUnderTwoMebibytes) {
+  testing::ManualClock clock;
+  Dashboard dashboard(clock, DashboardOptions{});
+  const size_t tables = dashboard.MemoryBytes();
+  EXPECT_LT(tables, size_t{640} * 1024) << tables;
+  for (int i = 0; i < 1000; ++i) Decide(dashboard, "domain" + std::to_string(i), "{d:k:v}x", true);
+  EXPECT_LT(dashboard.MemoryBytes(), size_t{2} * 1024 * 1024) << dashboard.MemoryBytes();
+}
+
 TEST(DashboardRoutesTest, DomainParameterIsDecoded) {
   EXPECT_EQ(DomainParameter("/dashboard/feed.json"), "");
   EXPECT_EQ(DomainParameter("/dashboard/feed.json?domain=a%20b&x=1"), "a b");
