@@ -115,6 +115,41 @@ TEST(DashboardBrowserTest, ShowsDenialsLiveAsTextInHeadlessChromium) {
   EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(DASHBOARD_OUT_DIR) / "dashboard.png"));
 }
 
+// The debug listener serves the dashboard too, with the same headers.
+TEST(DashboardBrowserTest, TheDebugListenerServesItToo) {
+  char pattern[] = "/tmp/sluice-dashboard-debug-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::filesystem::path dir(pattern);
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{dir};
+  std::ofstream(dir / "edge.yaml") << kConfig;
+  const int http_port = *FreeLoopbackPort();
+  const int debug_port = *FreeLoopbackPort();
+  auto sluiced =
+      ChildProcess::Start({SLUICED_PATH, "--config", dir.string(), "--store", "memory", "--http",
+                           "127.0.0.1:" + std::to_string(http_port), "--grpc",
+                           "127.0.0.1:" + std::to_string(*FreeLoopbackPort()), "--drain-ms", "0",
+                           "--debug", "127.0.0.1:" + std::to_string(debug_port)},
+                          (dir / "sluiced.log").string());
+  ASSERT_TRUE(sluiced.ok()) << sluiced.status();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = HttpGet(http_port, "/healthcheck");
+        return r.ok() && r->status == 200;
+      },
+      30'000));
+  auto page = HttpGet(debug_port, "/dashboard");
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("/dashboard/app.js"), std::string::npos);
+  auto feed = HttpGet(debug_port, "/dashboard/feed.json");
+  ASSERT_TRUE(feed.ok());
+  EXPECT_EQ(feed->status, 200);
+  EXPECT_NE(feed->body.find("\"version\":1"), std::string::npos);
+}
+
 // With --dashboard=false there is no dashboard, and /json still answers.
 TEST(DashboardBrowserTest, TheFlagTurnsItOff) {
   char pattern[] = "/tmp/sluice-dashboard-off-XXXXXX";
@@ -144,6 +179,11 @@ TEST(DashboardBrowserTest, TheFlagTurnsItOff) {
   auto feed = HttpGet(http_port, "/dashboard/feed.json");
   ASSERT_TRUE(feed.ok());
   EXPECT_EQ(feed->status, 404);
+  auto decision =
+      HttpPost(http_port, "/json",
+               R"({"domain":"edge","descriptors":[{"entries":[{"key":"user","value":"a"}]}]})");
+  ASSERT_TRUE(decision.ok());
+  EXPECT_EQ(decision->status, 200);
 }
 
 }  // namespace
