@@ -64,7 +64,7 @@ void Dashboard::OnDecision(const RlsDecisionReport& report) {
   const int64_t window_id = now_ms / 1000 / options_.window.count();
   Window& w = s.Current(window_id);
   ++w.latency[LatencyBucket(report.latency)];
-  bool caller_counted = false;
+  bool caller_counted = !s.Sample(options_.caller_sample_every);
   for (const RuleStatsDelta& d : report.limits) {
     if (d.store_key.empty()) continue;
     if (!caller_counted) {
@@ -72,7 +72,7 @@ void Dashboard::OnDecision(const RlsDecisionReport& report) {
       const KeyParts parts = SplitKey(d.store_key);
       const std::string_view descriptor =
           d.store_key.substr(0, parts.tagged ? parts.tag.size() + 2 : d.store_key.size());
-      w.callers->Add(descriptor, 1, now_ms, {});
+      w.callers->Add(descriptor, std::max<uint32_t>(options_.caller_sample_every, 1), now_ms, {});
       caller_counted = true;
     }
     if (d.stats.over_limit == 0) continue;

@@ -60,6 +60,11 @@ struct DashboardOptions {
   size_t top_rows = 20;
   // Rows in the feed's list of callers. Default: 10.
   size_t top_caller_rows = 10;
+  // The callers' table counts one decision in this many, chosen at random, with this weight:
+  // with many distinct callers nearly every count replaces a counter, which costs more than
+  // the rest of a report, and the heavy callers stand out as well from a sample. 1 counts all.
+  // Default: 8.
+  uint32_t caller_sample_every = 8;
 };
 
 // The config's state, as the process reports it.

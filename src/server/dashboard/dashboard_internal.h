@@ -157,6 +157,17 @@ struct Dashboard::Shard {
   std::array<Window, 2> windows ABSL_GUARDED_BY(mu);
   size_t current ABSL_GUARDED_BY(mu) = 0;
   uint64_t invalid ABSL_GUARDED_BY(mu) = 0;
+  // xorshift64 state for the callers' sample (DashboardOptions::caller_sample_every).
+  uint64_t random ABSL_GUARDED_BY(mu) = 0x9E3779B97F4A7C15u;
+
+  // True for one call in `every`, at random.
+  bool Sample(uint32_t every) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (every <= 1) return true;
+    random ^= random << 13;
+    random ^= random >> 7;
+    random ^= random << 17;
+    return random % every == 0;
+  }
 };
 
 }  // namespace sluice::server

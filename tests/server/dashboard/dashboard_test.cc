@@ -38,7 +38,8 @@ boost::json::object Feed(const Dashboard& d, std::string_view domain = "") {
 class DashboardTest : public ::testing::Test {
  protected:
   testing::ManualClock clock_{seconds(1'700'000'000)};
-  Dashboard dashboard_{clock_, DashboardOptions{.history_seconds = 120, .top_rows = 5}};
+  Dashboard dashboard_{
+      clock_, DashboardOptions{.history_seconds = 120, .top_rows = 5, .caller_sample_every = 1}};
 };
 
 TEST_F(DashboardTest, FeedCountsDecisionsPerDomainAndSecond) {
@@ -84,6 +85,23 @@ TEST_F(DashboardTest, TopOverLimitNamesTheDescriptorItsLimitAndSince) {
 
   clock_.Advance(seconds(70));  // both windows gone
   EXPECT_TRUE(Feed(dashboard_).at("top_over_limit").as_array().empty());
+}
+
+// Sampled, the callers' counts are estimates of the right size, and the heavy caller leads.
+TEST(DashboardSampleTest, SampledCallersKeepTheirOrderAndScale) {
+  testing::ManualClock clock;
+  Dashboard dashboard(clock, DashboardOptions{.caller_sample_every = 8});
+  for (int i = 0; i < 8000; ++i) {
+    Decide(dashboard, "edge",
+           i % 4 == 0 ? "{edge:user:heavy}x" : "{edge:user:" + std::to_string(i) + "}x", false);
+  }
+  const boost::json::object feed = Feed(dashboard);
+  const boost::json::array& callers = feed.at("top_callers").as_array();
+  ASSERT_FALSE(callers.empty());
+  EXPECT_EQ(callers[0].at("descriptor").at(0).at("value").as_string(), "heavy");
+  const uint64_t heavy = callers[0].at("count").to_number<uint64_t>();
+  EXPECT_GT(heavy, 1500u);  // 2000 true, estimated from about 250 samples of weight 8
+  EXPECT_LT(heavy, 2600u);
 }
 
 TEST_F(DashboardTest, ADomainNarrowsTheTopLists) {
