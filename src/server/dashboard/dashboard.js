@@ -89,7 +89,9 @@
       figures.firstChild.append(el('strong', '', d.name));
       const canvas = el('canvas');
       canvas.setAttribute('aria-label', 'decisions and over-limit per second, last 2 minutes');
-      card.append(figures, canvas);
+      const caption = el('div', 'caption',
+          'last 2 min · peak ' + fmt(Math.max(0, ...recent)) + '/s · blue: decisions, red: over limit');
+      card.append(figures, canvas, caption);
       requestAnimationFrame(() => draw(canvas, recent, over));
       return card;
     }));
