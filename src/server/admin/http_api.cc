@@ -42,26 +42,28 @@ int HttpStatusFor(const absl::Status& s) {
 }  // namespace
 
 RouteTable HttpApi::MakeRoutes() {
-  std::vector<Route> routes = {
-      Route{.path = "/json",
-            .handler =
-                [this](const HttpRequest& request, HttpServer::Respond respond) {
-                  if (request.method != "POST") {
-                    std::move(respond)(ErrorResponse(405, "method_not_allowed", "use POST"));
-                    return;
-                  }
-                  HandleJson(request, std::move(respond));
-                }},
-      Route{.path = "/healthcheck",
-            .handler = [this](const HttpRequest& /*request*/,
-                              HttpServer::Respond respond) { HandleHealth(std::move(respond)); }},
-      MetricsRoute(metrics_, options_.metrics_path),
-      RlConfigRoute(service_),
-  };
-  routes.insert(routes.end(), options_.extra_routes.begin(), options_.extra_routes.end());
-  return RouteTable(routes, [](std::string_view path) {
-    return ErrorResponse(404, "not_found", absl::StrCat("no route ", internal::AbslView(path)));
-  });
+  return RouteTable(
+      {
+          Route{.path = "/json",
+                .handler =
+                    [this](const HttpRequest& request, HttpServer::Respond respond) {
+                      if (request.method != "POST") {
+                        std::move(respond)(ErrorResponse(405, "method_not_allowed", "use POST"));
+                        return;
+                      }
+                      HandleJson(request, std::move(respond));
+                    }},
+          Route{
+              .path = "/healthcheck",
+              .handler = [this](const HttpRequest& /*request*/,
+                                HttpServer::Respond respond) { HandleHealth(std::move(respond)); }},
+          MetricsRoute(metrics_, options_.metrics_path),
+          RlConfigRoute(service_),
+      },
+      [](std::string_view path) {
+        return ErrorResponse(404, "not_found", absl::StrCat("no route ", internal::AbslView(path)));
+      },
+      options_.extra_routes);
 }
 
 void HttpApi::HandleJson(const HttpRequest& request, HttpServer::Respond respond) {

@@ -40,20 +40,20 @@ absl::StatusOr<ListenAddress> ParseListenAddress(std::string_view what, std::str
 
 HttpServer::Handler DebugHandler(const RateLimitService& service,
                                  const std::vector<Route>& extra_routes) {
-  std::vector<Route> all{
-      RlConfigRoute(service),
-      Route{.path = "/",
-            .handler =
-                [](const HttpRequest& /*request*/, HttpServer::Respond respond) {
-                  std::move(respond)(HttpResponse{
-                      .status = 200,
-                      .content_type = "text/plain",
-                      .body = "/rlconfig: print out the currently loaded configuration for "
-                              "debugging\n"});
-                }},
-  };
-  all.insert(all.end(), extra_routes.begin(), extra_routes.end());
-  auto routes = std::make_shared<const RouteTable>(all, NotFound);
+  auto routes = std::make_shared<const RouteTable>(
+      std::vector<Route>{
+          RlConfigRoute(service),
+          Route{.path = "/",
+                .handler =
+                    [](const HttpRequest& /*request*/, HttpServer::Respond respond) {
+                      std::move(respond)(HttpResponse{
+                          .status = 200,
+                          .content_type = "text/plain",
+                          .body = "/rlconfig: print out the currently loaded configuration for "
+                                  "debugging\n"});
+                    }},
+      },
+      NotFound, extra_routes);
   return [routes](const HttpRequest& request, HttpServer::Respond respond) {
     routes->Handle(request, std::move(respond));
   };
