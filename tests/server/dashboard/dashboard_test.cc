@@ -144,6 +144,23 @@ TEST_F(DashboardTest, ConfigLoadsAndErrors) {
   EXPECT_FALSE(feed.contains("store"));
 }
 
+TEST_F(DashboardTest, StoreStateWithLeases) {
+  dashboard_.SetStoreStateSource([] {
+    StoreState s{.redis_connected = true, .breaker_open = false, .redis = RedisStoreStats{}};
+    s.redis->leases = true;
+    s.redis->lease.local_admits = 40;
+    s.redis->lease.grants = 3;
+    return s;
+  });
+  const boost::json::object feed = Feed(dashboard_);
+  const boost::json::object& store = feed.at("store").as_object();
+  EXPECT_EQ(store.at("kind").as_string(), "redis");
+  EXPECT_TRUE(store.at("connected").as_bool());
+  EXPECT_FALSE(store.at("breaker_open").as_bool());
+  EXPECT_EQ(store.at("leases").at("local_admits").to_number<uint64_t>(), 40u);
+  EXPECT_EQ(store.at("leases").at("grants").to_number<uint64_t>(), 3u);
+}
+
 TEST_F(DashboardTest, MemoryIsBoundedWhateverTheCardinality) {
   const size_t before = dashboard_.MemoryBytes();
   for (int i = 0; i < 50'000; ++i) {
