@@ -12,6 +12,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev
   redis-server redis-sentinel redis-tools
+  # The dashboard's browser test drives it headless (tests/server/dashboard/).
+  chromium
 )
 
 missing=()

@@ -163,6 +163,9 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
   app.add_flag("--response-headers", s.response_headers,
                "Add RateLimit-* and Retry-After headers to responses");
   app.add_flag("--shadow-mode", s.shadow_mode, "Never deny; count what would be denied");
+  app.add_flag("--dashboard", s.dashboard,
+               "Serve the live dashboard at /dashboard; --dashboard=false turns it off "
+               "(SLUICE_DASHBOARD)");
   app.add_flag("--quota-mode", s.quota_mode,
                "Every descriptor in quota mode: over only when all are (QUOTA_MODE)");
   app.add_flag("--response-dynamic-metadata", s.response_dynamic_metadata,

@@ -16,6 +16,7 @@
 #include "spdlog/spdlog.h"
 #include <grpc/support/log.h>
 
+#include "sluice/clock.h"
 #include "sluice/failure_policy.h"
 #include "sluice/open_store.h"
 
@@ -25,6 +26,8 @@
 #include "src/server/admin/listeners.h"
 #include "src/server/config_reloader.h"
 #include "src/server/config_watcher.h"
+#include "src/server/dashboard/dashboard.h"
+#include "src/server/dashboard/dashboard_routes.h"
 #include "src/server/fd_limit.h"
 #include "src/server/grpc/grpc_server.h"
 #include "src/server/grpc/rlqs_grpc_service.h"
@@ -32,6 +35,7 @@
 #include "src/server/memory_release.h"
 #include "src/server/rlqs/quota_allocator_factory.h"
 #include "src/server/rls/rate_limit_service.h"
+#include "src/server/rls/rls_observer.h"
 #include "src/server/stats/json_log_format.h"
 #include "src/server/stats/metrics.h"
 #include "src/server/stats/statsd_sink.h"
@@ -196,8 +200,16 @@ int RunServer(const ServerSettings& settings) {
   }
 
   Metrics metrics;
+  // The dashboard observes decisions beside the metrics; off, it costs nothing.
+  std::optional<Dashboard> dashboard;
+  std::vector<RlsObserver*> observer_list{&metrics};
+  if (settings.dashboard) {
+    dashboard.emplace(Clock::Real(), DashboardOptions{});
+    observer_list.push_back(&*dashboard);
+  }
+  RlsObserverList observers(std::move(observer_list));
   RateLimitService service(
-      stores->decisions(), metrics,
+      stores->decisions(), observers,
       RateLimitServiceOptions{
           .response_headers = settings.response_headers,
           .header_names = settings.header_names,
@@ -213,10 +225,14 @@ int RunServer(const ServerSettings& settings) {
   const ConfigLoadOptions load_options{.merge_domains = settings.merge_domains,
                                        .ignore_dotfiles = settings.ignore_dotfiles};
   metrics.SetStoreStateSource(StoreStateSource(*stores->main.store, stores->main.backend));
+  if (dashboard) {
+    dashboard->SetStoreStateSource(StoreStateSource(*stores->main.store, stores->main.backend));
+  }
   // Every config served, from the files or from xDS, comes through here.
   auto serve = [&](const std::string& why, const std::string& origin,
                    std::shared_ptr<const RateLimitConfig> config) {
     metrics.CountConfigLoad(true);
+    if (dashboard) dashboard->OnConfigLoad(true, origin, "");
     service.SetConfig(std::move(config), origin);
     spdlog::info("config {}: loaded {} (domains: {})", why, origin,
                  absl::StrJoin(service.config()->Domains(), ", "));
@@ -224,6 +240,7 @@ int RunServer(const ServerSettings& settings) {
   auto apply = [&](const std::string& why, ConfigReloader::Result config) {
     if (!config.ok()) {
       metrics.CountConfigLoad(false);
+      if (dashboard) dashboard->OnConfigLoad(false, "", StdView(config.status().message()));
       spdlog::error("config {} rejected, keeping the previous one: {}", why,
                     StdView(config.status().message()));
       return false;
@@ -248,7 +265,11 @@ int RunServer(const ServerSettings& settings) {
                   serve("from xds", origin, std::move(config));
                 },
             // The client logs why (at most every 30 s per message).
-            .reject = [&metrics](const absl::Status&) { metrics.CountConfigLoad(false); }});
+            .reject =
+                [&metrics, &dashboard](const absl::Status& s) {
+                  metrics.CountConfigLoad(false);
+                  if (dashboard) dashboard->OnConfigLoad(false, "", StdView(s.message()));
+                }});
     if (!client.ok()) {
       spdlog::error("{}", StdView(client.status().message()));
       return ExitStatusFor(client.status());
@@ -293,8 +314,11 @@ int RunServer(const ServerSettings& settings) {
 
   Health health(service, stores->health(),
                 HealthOptions{.require_domain = settings.healthy_with_one_config});
+  const std::vector<Route> dashboard_routes =
+      dashboard ? DashboardRoutes(*dashboard) : std::vector<Route>{};
   HttpApi api(service, metrics, health,
-              HttpApiOptions{.metrics_path = settings.disable_stats ? "" : "/metrics"});
+              HttpApiOptions{.metrics_path = settings.disable_stats ? "" : "/metrics",
+                             .extra_routes = dashboard_routes});
   // gRPC first: once /healthcheck answers, every listener is up.
   RlsGrpcService rls_grpc(service, {.max_in_flight = settings.grpc_max_in_flight,
                                      .threads = settings.grpc_decision_threads});
@@ -379,7 +403,8 @@ int RunServer(const ServerSettings& settings) {
     return rc;
   }
   if (!settings.debug.empty()) {
-    if (int rc = start_http("--debug", settings.debug, 1, DebugHandler(service)); rc != 0) {
+    if (int rc = start_http("--debug", settings.debug, 1, DebugHandler(service, dashboard_routes));
+        rc != 0) {
       return rc;
     }
   }

@@ -477,6 +477,9 @@ void ApplyLimits(EnvReader& r) {
   if (!r.FlagGiven("--shadow-mode")) {
     if (auto b = r.Bool("SHADOW_MODE", false)) s.shadow_mode = *b;
   }
+  if (!r.FlagGiven("--dashboard")) {
+    if (auto b = r.Bool("SLUICE_DASHBOARD", true)) s.dashboard = *b;
+  }
   if (!r.FlagGiven("--quota-mode")) {
     if (auto b = r.Bool("QUOTA_MODE", false)) s.quota_mode = *b;
   }

@@ -121,6 +121,9 @@ struct ServerSettings {
   bool response_headers = false;
   RlsHeaderNames header_names{};
   bool shadow_mode = false;
+  // The live dashboard at /dashboard, where /json is and on the debug listener (--dashboard,
+  // SLUICE_DASHBOARD). Default: on.
+  bool dashboard = true;
   bool quota_mode = false;
   // The request and the passed descriptors' config `metadata` in the response's dynamic_metadata.
   bool response_dynamic_metadata = false;

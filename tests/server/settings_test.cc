@@ -537,5 +537,20 @@ TEST(GoValues, DurationsBoolsAndMaps) {
   EXPECT_FALSE(ParseGoStringMap("novalue").ok());
 }
 
+// Verifies the dashboard switch: on by default, off through SLUICE_DASHBOARD, and the flag wins.
+TEST(Settings, DashboardFollowsItsVariableUnlessTheFlagIsGiven) {
+  absl::StatusOr<ServerSettings> s = Apply(kRedisTcp);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->dashboard);
+  std::map<std::string, std::string> off = kRedisTcp;
+  off["SLUICE_DASHBOARD"] = "false";
+  s = Apply(off);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE(s->dashboard);
+  s = Apply(off, {"--dashboard"});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->dashboard);
+}
+
 }  // namespace
 }  // namespace sluice::server

@@ -62,7 +62,8 @@ RouteTable HttpApi::MakeRoutes() {
       },
       [](std::string_view path) {
         return ErrorResponse(404, "not_found", absl::StrCat("no route ", internal::AbslView(path)));
-      });
+      },
+      options_.extra_routes);
 }
 
 void HttpApi::HandleJson(const HttpRequest& request, HttpServer::Respond respond) {

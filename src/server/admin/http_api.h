@@ -36,6 +36,8 @@ namespace sluice::server {
 struct HttpApiOptions {
   // Where GET serves the Prometheus text; empty: not served (DISABLE_STATS). Default: "/metrics".
   std::string metrics_path = "/metrics";
+  // More routes, served beside the ones above (the dashboard's). Default: none.
+  std::vector<Route> extra_routes{};
 };
 
 class HttpApi {

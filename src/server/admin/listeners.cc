@@ -38,7 +38,8 @@ absl::StatusOr<ListenAddress> ParseListenAddress(std::string_view what, std::str
   return ListenAddress{.host = std::move(host), .port = static_cast<uint16_t>(port)};
 }
 
-HttpServer::Handler DebugHandler(const RateLimitService& service) {
+HttpServer::Handler DebugHandler(const RateLimitService& service,
+                                 const std::vector<Route>& extra_routes) {
   auto routes = std::make_shared<const RouteTable>(
       std::vector<Route>{
           RlConfigRoute(service),
@@ -52,7 +53,7 @@ HttpServer::Handler DebugHandler(const RateLimitService& service) {
                                   "debugging\n"});
                     }},
       },
-      NotFound);
+      NotFound, extra_routes);
   return [routes](const HttpRequest& request, HttpServer::Respond respond) {
     routes->Handle(request, std::move(respond));
   };

@@ -11,10 +11,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
 #include "src/server/admin/http_server.h"
+#include "src/server/admin/routes.h"
 #include "src/server/rls/rate_limit_service.h"
 #include "src/server/stats/metrics.h"
 
@@ -31,8 +33,9 @@ struct ListenAddress {
 // (the flag) and the text.
 absl::StatusOr<ListenAddress> ParseListenAddress(std::string_view what, std::string_view text);
 
-// Answers the debug listener's requests.
-HttpServer::Handler DebugHandler(const RateLimitService& service);
+// Answers the debug listener's requests, and `extra_routes` (the dashboard's) beside them.
+HttpServer::Handler DebugHandler(const RateLimitService& service,
+                                 const std::vector<Route>& extra_routes = {});
 
 // Answers GET `path` with the metrics, anything else with 404.
 HttpServer::Handler PrometheusHandler(const Metrics& metrics, std::string path);

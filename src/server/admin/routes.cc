@@ -7,10 +7,13 @@
 
 namespace sluice::server {
 
-RouteTable::RouteTable(const std::vector<Route>& routes, NotFound not_found)
+RouteTable::RouteTable(const std::vector<Route>& routes, NotFound not_found,
+                       const std::vector<Route>& more)
     : not_found_(std::move(not_found)) {
-  for (const Route& r : routes) {
-    if (!r.path.empty()) routes_.try_emplace(r.path, r.handler);
+  for (const std::vector<Route>* list : {&routes, &more}) {
+    for (const Route& r : *list) {
+      if (!r.path.empty()) routes_.try_emplace(r.path, r.handler);
+    }
   }
 }
 

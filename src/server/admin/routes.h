@@ -42,8 +42,10 @@ class RouteTable {
   using NotFound = std::function<HttpResponse(std::string_view path)>;
 
   // Routes with an empty path are left out (a listener that does not serve one, as /metrics
-  // with DISABLE_STATS); of two routes for one path, the first is kept.
-  RouteTable(const std::vector<Route>& routes, NotFound not_found);
+  // with DISABLE_STATS); of two routes for one path, the first is kept. `more` (the dashboard's)
+  // come after `routes`.
+  RouteTable(const std::vector<Route>& routes, NotFound not_found,
+             const std::vector<Route>& more = {});
 
   // Answers `request` with the route of its path, or with the not-found answer.
   void Handle(const HttpRequest& request, HttpServer::Respond respond) const;

@@ -74,8 +74,10 @@ Evaluation Evaluate(const Plan& plan, const std::vector<LimitResult>& results,
     if (!r.decision.has_value()) continue;
     const bool over = IsOver(l, *r.decision);
     limit_over[i] = over;
-    e.stats.push_back(
-        {.stats_key = l.stats_key, .stats = StatsFor(l, r, over, options.near_limit_ratio)});
+    e.stats.push_back({.stats_key = l.stats_key,
+                       .stats = StatsFor(l, r, over, options.near_limit_ratio),
+                       .store_key = l.key,
+                       .limit = &l.reported});
     e.local_cache_hits += r.from_cache ? 1 : 0;
     e.fallback_decisions += r.decision->from_fallback ? 1 : 0;
     // A shadow-mode limit over its quota leaves its descriptor OK.

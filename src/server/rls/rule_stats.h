@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "src/server/rls/rls_types.h"
+
 namespace sluice::server {
 
 // What one decision adds to a stats key's counters.
@@ -33,6 +35,11 @@ struct RuleStatsDelta {
   // matched rule names them. Views the plan.
   std::string_view stats_key{};
   RuleStats stats{};
+  // The limit's store key (descriptor_key.h), which holds the request's own values where the stats
+  // key may hold only the rule's keys, and the limit as reported: for the dashboard's top lists.
+  // Views the plan; empty and null when the reporter does not know them.
+  std::string_view store_key{};
+  const RlsLimit* limit = nullptr;
 };
 
 }  // namespace sluice::server

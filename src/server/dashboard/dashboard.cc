@@ -1,0 +1,122 @@
+#include "src/server/dashboard/dashboard.h"
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include "sluice/key.h"
+
+#include "src/server/dashboard/dashboard_internal.h"
+
+namespace sluice::server {
+
+using dashboard_internal::DomainSeries;
+using dashboard_internal::LatencyBucket;
+using dashboard_internal::Second;
+using dashboard_internal::Window;
+
+Dashboard::Dashboard(Clock& clock, DashboardOptions options)
+    : clock_(clock), options_(std::move(options)) {
+  for (size_t i = 0; i < std::max<size_t>(options_.shards, 1); ++i)
+    shards_.push_back(std::make_unique<Shard>(options_));
+}
+
+Dashboard::~Dashboard() = default;
+
+Dashboard::Shard& Dashboard::ShardForThisThread() const {
+  // Threads take shards in turn as they first report, so that a few I/O threads never share one.
+  static std::atomic<size_t> next{0};
+  thread_local const size_t mine = next.fetch_add(1, std::memory_order_relaxed);
+  return *shards_[mine % shards_.size()];
+}
+
+int64_t Dashboard::NowMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.EpochNow()).count();
+}
+
+void Dashboard::OnInvalidRequest() {
+  Shard& s = ShardForThisThread();
+  internal::MutexLock lock(&s.mu);
+  ++s.invalid;
+}
+
+void Dashboard::OnUnknownDomain(std::string_view /*domain*/, uint64_t /*descriptors*/) {
+  // Counted as a decision by OnDecision() or OnStoreError(), which follow.
+}
+
+void Dashboard::OnStoreError(std::string_view domain, std::chrono::microseconds latency) {
+  const int64_t now_ms = NowMs();
+  Shard& s = ShardForThisThread();
+  internal::MutexLock lock(&s.mu);
+  ++s.At(s.Series(domain, options_), now_ms / 1000).errors;
+  ++s.Current(now_ms / 1000 / options_.window.count()).latency[LatencyBucket(latency)];
+}
+
+void Dashboard::OnDecision(const RlsDecisionReport& report) {
+  const int64_t now_ms = NowMs();
+  const bool over =
+      report.response != nullptr && report.response->overall_code == RlsCode::kOverLimit;
+  Shard& s = ShardForThisThread();
+  internal::MutexLock lock(&s.mu);
+  Second& second = s.At(s.Series(report.domain, options_), now_ms / 1000);
+  ++second.decisions;
+  second.over_limit += over ? 1 : 0;
+  const int64_t window_id = now_ms / 1000 / options_.window.count();
+  Window& w = s.Current(window_id);
+  ++w.latency[LatencyBucket(report.latency)];
+  bool caller_counted = !s.Sample(options_.caller_sample_every);
+  for (const RuleStatsDelta& d : report.limits) {
+    if (d.store_key.empty()) continue;
+    if (!caller_counted) {
+      // The caller is the descriptor (the key's tag), not the limit: one count per request.
+      const KeyParts parts = SplitKey(d.store_key);
+      const std::string_view descriptor =
+          d.store_key.substr(0, parts.tagged ? parts.tag.size() + 2 : d.store_key.size());
+      w.callers->Add(descriptor, std::max<uint32_t>(options_.caller_sample_every, 1), now_ms, {});
+      caller_counted = true;
+    }
+    if (d.stats.over_limit == 0) continue;
+    const SpaceSaving::Tag tag{
+        .requests_per_unit = d.limit != nullptr ? d.limit->requests_per_unit : 0,
+        .unit = static_cast<uint8_t>(d.limit != nullptr ? d.limit->unit : RateLimitUnit::kSecond)};
+    // A descriptor still over from the previous window keeps its "since".
+    int64_t since = 0;
+    const Window& prev = s.Previous();
+    if (prev.id == window_id - 1) since = prev.denied->SinceOf(d.store_key);
+    w.denied->Add(d.store_key, 1, now_ms, tag, since);
+  }
+}
+
+void Dashboard::OnConfigLoad(bool ok, std::string_view origin, std::string_view error) {
+  internal::MutexLock lock(&mu_);
+  if (ok) {
+    ++config_.loads;
+    config_.origin = std::string(origin);
+  } else {
+    ++config_.load_errors;
+    config_.last_error = std::string(error);
+    config_.last_error_ms = NowMs();
+  }
+}
+
+void Dashboard::SetStoreStateSource(absl::AnyInvocable<StoreState() const> source) {
+  internal::MutexLock lock(&mu_);
+  store_source_ = std::move(source);
+}
+
+size_t Dashboard::MemoryBytes() const {
+  size_t bytes = sizeof(*this);
+  for (const auto& shard : shards_) {
+    internal::MutexLock lock(&shard->mu);
+    bytes += sizeof(Shard);
+    for (const Window& w : shard->windows) {
+      bytes += w.denied->MemoryBytes() + w.callers->MemoryBytes();
+    }
+    for (const DomainSeries& d : shard->domains) {
+      bytes += sizeof(DomainSeries) + d.name.capacity() + d.ring.capacity() * sizeof(Second);
+    }
+  }
+  return bytes;
+}
+
+}  // namespace sluice::server
