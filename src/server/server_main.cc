@@ -321,7 +321,7 @@ int RunServer(const ServerSettings& settings) {
                              .extra_routes = dashboard_routes});
   // gRPC first: once /healthcheck answers, every listener is up.
   RlsGrpcService rls_grpc(service, {.max_in_flight = settings.grpc_max_in_flight,
-                                     .threads = settings.grpc_decision_threads});
+                                    .threads = settings.grpc_decision_threads});
   // The quota service (docs/rlqs.md) shares the store's Redis, on a connection of its own.
   std::unique_ptr<QuotaAllocator> quota_allocator;
   std::unique_ptr<RlqsGrpcService> rlqs_grpc;
@@ -336,17 +336,18 @@ int RunServer(const ServerSettings& settings) {
       return ExitStatusFor(allocator.status());
     }
     quota_allocator = *std::move(allocator);
-    // Reported requests count in the per-rule counters, as RLS decisions do.
+    // Reported requests count in the per-rule counters and on the dashboard, as RLS decisions do.
     rlqs_grpc = std::make_unique<RlqsGrpcService>(
         service, *quota_allocator,
-        RlqsGrpcServiceOptions{.on_usage = [&metrics](std::string_view domain,
-                                                      std::string_view stats_key, uint64_t allowed,
-                                                      uint64_t denied) {
-          metrics.AddRuleStats(
-              absl::string_view(domain.data(), domain.size()),
-              absl::string_view(stats_key.data(), stats_key.size()),
-              RuleStats{
-                  .total_hits = allowed + denied, .within_limit = allowed, .over_limit = denied});
+        RlqsGrpcServiceOptions{.on_usage = [&metrics, &dashboard](const RlqsUsage& u) {
+          metrics.AddRuleStats(absl::string_view(u.domain.data(), u.domain.size()),
+                               absl::string_view(u.stats_key.data(), u.stats_key.size()),
+                               RuleStats{.total_hits = u.allowed + u.denied,
+                                         .within_limit = u.allowed,
+                                         .over_limit = u.denied});
+          if (dashboard) {
+            dashboard->OnQuotaReport(u.domain, u.entries, u.allowed, u.denied, u.limit, u.unit);
+          }
         }});
     metrics.SetTextSource([&rlqs = *rlqs_grpc] { return rlqs.RenderPrometheus(); });
     spdlog::info("rlqs: serving the rate limit quota service on the gRPC listener");

@@ -1,8 +1,12 @@
 #include "src/server/dashboard/dashboard.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <limits>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "sluice/key.h"
 
@@ -85,6 +89,60 @@ void Dashboard::OnDecision(const RlsDecisionReport& report) {
     if (prev.id == window_id - 1) since = prev.denied->SinceOf(d.store_key);
     w.denied->Add(d.store_key, 1, now_ms, tag, since);
   }
+}
+
+namespace {
+
+// The limit as a rule would spell it: `limit` per `unit` when the unit is one of the rule units,
+// else per second (rounded down, at least 1 where the limit is not 0).
+SpaceSaving::Tag QuotaTag(uint64_t limit, std::chrono::seconds unit) {
+  const auto clamp = [](uint64_t n) {
+    return static_cast<uint32_t>(std::min<uint64_t>(n, std::numeric_limits<uint32_t>::max()));
+  };
+  constexpr std::array<std::pair<int64_t, RateLimitUnit>, 4> kUnits = {
+      {{1, RateLimitUnit::kSecond},
+       {60, RateLimitUnit::kMinute},
+       {3600, RateLimitUnit::kHour},
+       {86400, RateLimitUnit::kDay}}};
+  for (const auto& [seconds, u] : kUnits) {
+    if (unit.count() == seconds) {
+      return {.requests_per_unit = clamp(limit), .unit = static_cast<uint8_t>(u)};
+    }
+  }
+  const uint64_t per_second = limit / static_cast<uint64_t>(std::max<int64_t>(unit.count(), 1));
+  return {.requests_per_unit = limit == 0 ? 0 : clamp(std::max<uint64_t>(per_second, 1)),
+          .unit = static_cast<uint8_t>(RateLimitUnit::kSecond)};
+}
+
+}  // namespace
+
+void Dashboard::OnQuotaReport(std::string_view domain,
+                              std::span<const std::pair<std::string, std::string>> entries,
+                              uint64_t allowed, uint64_t denied, uint64_t limit,
+                              std::chrono::seconds unit) {
+  // A store key's shape, "{domain:key:value...}rlqs", so that the feed names it as it names an
+  // RLS descriptor.
+  std::vector<std::string_view> components = {domain};
+  for (const auto& [k, v] : entries) {
+    components.push_back(k);
+    components.push_back(v);
+  }
+  const std::string key = TaggedKey(JoinKeyComponents(components), "rlqs");
+  const int64_t now_ms = NowMs();
+  const uint64_t requests = allowed + denied;
+  Shard& s = ShardForThisThread();
+  internal::MutexLock lock(&s.mu);
+  Second& second = s.At(s.Series(domain, options_), now_ms / 1000);
+  second.decisions += requests;
+  second.over_limit += denied;
+  const int64_t window_id = now_ms / 1000 / options_.window.count();
+  Window& w = s.Current(window_id);
+  if (requests > 0) w.callers->Add(key, requests, now_ms, {});
+  if (denied == 0) return;
+  int64_t since = 0;
+  const Window& prev = s.Previous();
+  if (prev.id == window_id - 1) since = prev.denied->SinceOf(key);
+  w.denied->Add(key, denied, now_ms, QuotaTag(limit, unit), since);
 }
 
 void Dashboard::OnConfigLoad(bool ok, std::string_view origin, std::string_view error) {

@@ -28,8 +28,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
@@ -90,6 +92,15 @@ class Dashboard final : public RlsObserver {
   void OnUnknownDomain(std::string_view domain, uint64_t descriptors) override;
   void OnStoreError(std::string_view domain, std::chrono::microseconds latency) override;
   void OnDecision(const RlsDecisionReport& report) override;
+
+  // An RLQS report of `domain`'s bucket `entries`: requests an Envoy allowed and denied since its
+  // previous report, against the matched rule's `limit` per `unit`. Counted in the second it
+  // arrives, as decisions and over-limit decisions; the bucket is listed over its limit with
+  // weight `denied` and among the callers with weight `allowed + denied`, under the key
+  // "rlqs" + its entries, as an RLS descriptor would be.
+  void OnQuotaReport(std::string_view domain,
+                     std::span<const std::pair<std::string, std::string>> entries, uint64_t allowed,
+                     uint64_t denied, uint64_t limit, std::chrono::seconds unit);
 
   // A config was loaded (`ok`) or refused with `error`.
   void OnConfigLoad(bool ok, std::string_view origin, std::string_view error);

@@ -187,8 +187,13 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
                                        ? PlanQuotaBucket(*config, report_.domain(), entries)
                                        : QuotaBucketPlan{};
       if (plan.kind != QuotaBucketPlan::Kind::kUnknown && impl_.options.on_usage) {
-        impl_.options.on_usage(report_.domain(), plan.stats_key, usage.num_requests_allowed(),
-                               usage.num_requests_denied());
+        impl_.options.on_usage(RlqsUsage{.domain = report_.domain(),
+                                         .stats_key = plan.stats_key,
+                                         .entries = entries,
+                                         .limit = plan.limit,
+                                         .unit = plan.unit,
+                                         .allowed = usage.num_requests_allowed(),
+                                         .denied = usage.num_requests_denied()});
       }
       auto state = buckets_.find(id);
       if (plan.kind == QuotaBucketPlan::Kind::kUnknown ||

@@ -24,8 +24,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 
@@ -41,6 +43,22 @@ namespace sluice::server {
 // address set it (GrpcService.initial_metadata) to tell themselves apart.
 inline constexpr char kRlqsClientHeader[] = "x-sluice-rlqs-client";
 
+// One reported bucket that matched a rule, as RlqsGrpcServiceOptions::on_usage sees it. Views the
+// report: valid during the call only.
+struct RlqsUsage {
+  std::string_view domain;
+  // The rule's stats key ("domain.key_value...").
+  std::string_view stats_key;
+  // The bucket's entries as reported, sorted by key.
+  std::span<const std::pair<std::string, std::string>> entries;
+  // The rule's limit: `limit` requests per `unit`.
+  uint64_t limit = 0;
+  std::chrono::seconds unit{1};
+  // Requests the client allowed and denied since its previous report.
+  uint64_t allowed = 0;
+  uint64_t denied = 0;
+};
+
 struct RlqsGrpcServiceOptions {
   // Streams open at once; more are refused RESOURCE_EXHAUSTED. Default: 10,000.
   size_t max_streams = 10'000;
@@ -51,12 +69,10 @@ struct RlqsGrpcServiceOptions {
   uint32_t max_reports_per_second = 10;
   // Clock of demand measurement and of the report budget. Not owned. Default: Clock::Real().
   Clock* clock = nullptr;
-  // Called with each reported bucket that matched a rule: its domain, the rule's stats key and the
-  // requests the client allowed and denied, so they feed the counters RLS decisions feed. Must be
-  // quick and thread-safe. Default: none.
-  std::function<void(std::string_view domain, std::string_view stats_key, uint64_t allowed,
-                     uint64_t denied)>
-      on_usage{};
+  // Called with each reported bucket that matched a rule, so that the requests the client allowed
+  // and denied feed the counters and the dashboard RLS decisions feed. Must be quick and
+  // thread-safe. Default: none.
+  std::function<void(const RlqsUsage& usage)> on_usage{};
 };
 
 // The last allocation seen per rule (stats key), for /metrics.

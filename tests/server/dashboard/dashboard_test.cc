@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "boost/json/parse.hpp"
@@ -88,6 +89,29 @@ TEST_F(DashboardTest, TopOverLimitNamesTheDescriptorItsLimitAndSince) {
 }
 
 // Sampled, the callers' counts are estimates of the right size, and the heavy caller leads.
+// An RLQS report counts its requests in the second it arrives and lists its bucket, with the rule's
+// limit, beside the RLS descriptors.
+TEST_F(DashboardTest, QuotaReportsFeedTheSeriesAndTheTopLists) {
+  const std::vector<std::pair<std::string, std::string>> entries = {{"name", "orders"}};
+  dashboard_.OnQuotaReport("quota", entries, 40, 12, 100, seconds(60));
+  dashboard_.OnQuotaReport("quota", entries, 5, 0, 100, seconds(60));
+  clock_.Advance(seconds(1));
+  const boost::json::object feed = Feed(dashboard_);
+  const boost::json::object& quota = feed.at("domains").at(0).as_object();
+  EXPECT_EQ(quota.at("name").as_string(), "quota");
+  EXPECT_EQ(quota.at("decisions_per_second").as_array().back().to_number<uint64_t>(), 57u);
+  EXPECT_EQ(quota.at("over_limit_per_second").as_array().back().to_number<uint64_t>(), 12u);
+  const boost::json::array& top = feed.at("top_over_limit").as_array();
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0].at("domain").as_string(), "quota");
+  EXPECT_EQ(top[0].at("descriptor").at(0).at("key").as_string(), "name");
+  EXPECT_EQ(top[0].at("descriptor").at(0).at("value").as_string(), "orders");
+  EXPECT_EQ(top[0].at("count").to_number<uint64_t>(), 12u);
+  EXPECT_EQ(top[0].at("limit").at("requests_per_unit").to_number<uint64_t>(), 100u);
+  EXPECT_EQ(top[0].at("limit").at("unit").as_string(), "minute");
+  EXPECT_EQ(feed.at("top_callers").at(0).at("count").to_number<uint64_t>(), 57u);
+}
+
 TEST(DashboardSampleTest, SampledCallersKeepTheirOrderAndScale) {
   testing::ManualClock clock;
   Dashboard dashboard(clock, DashboardOptions{.caller_sample_every = 8});

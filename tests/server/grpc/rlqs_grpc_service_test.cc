@@ -218,13 +218,11 @@ TEST(RlqsGrpcService, ReportedRequestsFeedTheRuleCounters) {
   MemoryQuotaAllocator allocator(clock);
   std::mutex mu;
   std::map<std::string, std::pair<uint64_t, uint64_t>> seen;
-  Sluiced sluiced(allocator, clock,
-                  {.on_usage = [&](std::string_view domain, std::string_view key, uint64_t allowed,
-                                   uint64_t denied) {
+  Sluiced sluiced(allocator, clock, {.on_usage = [&](const RlqsUsage& u) {
                     std::lock_guard lock(mu);
-                    auto& [a, d] = seen[std::string(domain) + " " + std::string(key)];
-                    a += allowed;
-                    d += denied;
+                    auto& [a, d] = seen[std::string(u.domain) + " " + std::string(u.stats_key)];
+                    a += u.allowed;
+                    d += u.denied;
                   }});
   Client client(sluiced.channel, "envoy-1");
   client.Report("quota", {{kApi, 0}}, 0);
