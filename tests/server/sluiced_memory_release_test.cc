@@ -43,8 +43,9 @@ int64_t RssBytes(pid_t pid) {
 }
 
 // Keeps `concurrent` calls of `descriptors` descriptors outstanding over `connections`
-// connections (sluiced allows 1,000 streams on each), re-issuing each answered call until `total`
-// have been issued; returns how many were answered OK. Each call has a 30 s deadline.
+// connections (sluiced is started with 1,000 streams allowed on each), re-issuing each answered
+// call until `total` have been issued; returns how many were answered OK. Each call has a 30 s
+// deadline.
 int64_t Flood(int port, int connections, int concurrent, int total, int descriptors) {
   std::vector<std::unique_ptr<RateLimitService::Stub>> stubs;
   for (int i = 0; i < connections; ++i) {
@@ -115,12 +116,16 @@ class SluicedMemoryReleaseTest : public ::testing::Test {
 
   void Start() {
     grpc_port_ = *FreeLoopbackPort();
-    absl::StatusOr<std::unique_ptr<ChildProcess>> sluiced =
-        ChildProcess::Start({SLUICED_PATH, "--config", (dir_ / "config.yaml").string(), "--http",
-                             "127.0.0.1:" + std::to_string(*FreeLoopbackPort()), "--grpc",
-                             "127.0.0.1:" + std::to_string(grpc_port_), "--drain-ms", "0",
-                             "--config-poll-ms", "200", "--log-level", "debug"},
-                            log_);
+    absl::StatusOr<std::unique_ptr<ChildProcess>> sluiced = ChildProcess::Start(
+        {SLUICED_PATH, "--config", (dir_ / "config.yaml").string(), "--http",
+         "127.0.0.1:" + std::to_string(*FreeLoopbackPort()), "--grpc",
+         "127.0.0.1:" + std::to_string(grpc_port_), "--drain-ms", "0", "--config-poll-ms", "200",
+         "--log-level", "debug",
+         // The flood's 1,000 calls per connection all inside sluiced (the
+         // default of 100 streams keeps most of them on the client's side),
+         // none refused for its connection's share of the calls in flight.
+         "--grpc-max-concurrent-streams", "1000", "--grpc-max-in-flight", "100000"},
+        log_);
     ASSERT_TRUE(sluiced.ok()) << sluiced.status();
     sluiced_ = *std::move(sluiced);
     ASSERT_TRUE(
