@@ -18,7 +18,6 @@ namespace {
 using dashboard_internal::kLatencyBuckets;
 using dashboard_internal::Second;
 using dashboard_internal::TagComponents;
-using dashboard_internal::UnitName;
 
 // The longest value the feed sends; longer ones are cut (at a UTF-8 boundary) and flagged.
 constexpr size_t kMaxValueBytes = 64;
@@ -92,7 +91,7 @@ boost::json::array TopRows(const MergedMap& merged, std::string_view domain, siz
     if (with_limit) {
       boost::json::object limit;
       limit["requests_per_unit"] = m->tag.requests_per_unit;
-      limit["unit"] = UnitName(m->tag.unit);
+      limit["unit"] = RateLimitUnitName(static_cast<RateLimitUnit>(m->tag.unit));
       row["limit"] = std::move(limit);
     }
     out.push_back(std::move(row));

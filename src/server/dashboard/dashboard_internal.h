@@ -73,21 +73,6 @@ inline std::vector<std::string> TagComponents(std::string_view store_key) {
   return out;
 }
 
-inline std::string_view UnitName(uint8_t unit) {
-  switch (static_cast<RateLimitUnit>(unit)) {
-    case RateLimitUnit::kSecond:
-      return "second";
-    case RateLimitUnit::kMinute:
-      return "minute";
-    case RateLimitUnit::kHour:
-      return "hour";
-    case RateLimitUnit::kDay:
-      return "day";
-    default:
-      return "other";
-  }
-}
-
 }  // namespace dashboard_internal
 
 struct Dashboard::Shard {
