@@ -12,6 +12,7 @@ From another terminal:
     -d '{"domain":"sluice-demo","descriptors":[{"entries":[{"key":"remote_address","value":"10.0.0.1"}]}]}'
   curl -s http://$HTTP/healthcheck
   curl -s http://$HTTP/metrics
+The live dashboard: http://$HTTP/dashboard (Envoy's rate limit quota service is on $GRPC too).
 MSG
 exec "$BUILD_DIR/src/server/sluiced" --config examples/config --store memory \
   --http "$HTTP" --grpc "$GRPC"
