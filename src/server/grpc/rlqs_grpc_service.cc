@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "src/server/rlqs/quota_plan.h"
+#include "src/util/log_throttle.h"
 #include "src/util/sha256.h"
 
 namespace sluice::server {
@@ -93,6 +94,8 @@ struct RlqsGrpcService::Impl {
         reports_malformed{0}, buckets_assigned{0}, buckets_abandoned{0}, allocation_errors{0},
         requests_allowed{0}, requests_denied{0};
   } counters;
+  // Store errors come per bucket, as many as a report has: one line a second.
+  internal::LogThrottle allocation_error_log;
   Service service;
 };
 
@@ -251,7 +254,10 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
         BucketAction& action = *response->mutable_bucket_action(index);
         if (!share.ok()) {
           ++impl_.counters.allocation_errors;
-          spdlog::warn("rlqs: bucket {}: {}", bucket, share.status().ToString());
+          if (internal::LogPermit permit = impl_.allocation_error_log.Acquire(); permit.log) {
+            spdlog::warn("rlqs: bucket {}: {}{}", bucket, share.status().ToString(),
+                         internal::SuppressedNote(permit.suppressed));
+          }
           // No answer for the bucket: Envoy keeps its assignment until it expires.
           action.clear_bucket_action();
         } else {
