@@ -156,9 +156,10 @@ void Connection::Answer(int32_t stream_id, absl::StatusOr<std::string> response)
   // connection's answers, and every other connection's reads and answers would wait behind them.
   {
     internal::MutexLock lock(&answers_mu_);
+    // Answers already waiting: the handler that takes them is posted.
+    const bool handler_posted = !answers_.empty();
     answers_.push_back(PendingAnswer{stream_id, std::move(response)});
-    if (answers_posted_) return;
-    answers_posted_ = true;
+    if (handler_posted) return;
   }
   net::post(executor(), [self = shared_from_this()] { self->AnswerPending(); });
 }
@@ -168,7 +169,6 @@ void Connection::AnswerPending() {
   {
     internal::MutexLock lock(&answers_mu_);
     answers.swap(answers_);
-    answers_posted_ = false;
   }
   for (PendingAnswer& a : answers) AnswerHere(a.stream_id, std::move(a.response));
   if (!in_recv_) Flush();

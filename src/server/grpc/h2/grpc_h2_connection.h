@@ -137,10 +137,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closed_ = false;
   std::atomic<bool> spoke_{false};    // Read on the listener's thread (make room at the cap).
   std::atomic<bool> claimed_{false};  // Chosen to make room.
-  // Answers made on other threads, for AnswerPending(); posted: a handler will take them.
+  // Answers made on other threads, for AnswerPending(); while it is not empty, a handler that
+  // will take them is posted.
   internal::Mutex answers_mu_;
   std::vector<PendingAnswer> answers_ ABSL_GUARDED_BY(answers_mu_);
-  bool answers_posted_ ABSL_GUARDED_BY(answers_mu_) = false;
   boost::asio::steady_timer timer_;
   std::chrono::steady_clock::time_point last_active_;
   std::optional<std::chrono::steady_clock::time_point> age_at_;
