@@ -210,8 +210,10 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
         interval = std::max<std::chrono::microseconds>(
             std::chrono::duration_cast<std::chrono::microseconds>(now - state->second.last_report),
             std::chrono::milliseconds(1));
+      } else {
+        state = buckets_.try_emplace(std::move(id)).first;
       }
-      buckets_[id].last_report = now;
+      state->second.last_report = now;
       const std::chrono::seconds ttl = QuotaTtl(interval.value_or(kFirstInterval));
       auto& assignment = *action.mutable_quota_assignment_action();
       SetDuration(ttl, *assignment.mutable_assignment_time_to_live());
