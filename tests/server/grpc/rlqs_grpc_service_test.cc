@@ -359,6 +359,62 @@ TEST(RlqsGrpcService, TwoSluicedOnOneRedisShareMaxMinFairly) {
   EXPECT_TRUE(big.Close().ok());
 }
 
+// Four Envoys on two sluiced over one Redis, each demanding ten times the 10/s limit: at every
+// report the live grants sum to at most 10, and so do their buckets' max_tokens (a full bucket on
+// every Envoy at once cannot burst past one unit's budget); in the end they hold equal shares.
+TEST(RlqsGrpcService, TenTimesTheLimitFromFourEnvoysNeverGrantsPastIt) {
+  absl::StatusOr<std::unique_ptr<testing::RedisServer>> redis = testing::RedisServer::Start();
+  if (!redis.ok()) GTEST_SKIP() << "no redis-server: " << redis.status();
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl((*redis)->Url());
+  ASSERT_TRUE(url.ok());
+  auto redis_client = std::shared_ptr<RedisClient>(*RedisClient::Create(
+      {.endpoint = testing::EndpointOf(*url), .command_timeout = milliseconds(2000)}));
+  ASSERT_TRUE(redis_client->WaitForConnection(milliseconds(5000)).ok());
+  RedisQuotaAllocator allocator(redis_client, {.timeout = milliseconds(2000)});
+  testing::ManualClock clock;
+  Sluiced one(allocator, clock);
+  Sluiced two(allocator, clock);
+  Client a(one.channel, "envoy-a");
+  Client b(two.channel, "envoy-b");
+  Client c(one.channel, "envoy-c");
+  Client d(two.channel, "envoy-d");
+  Client* clients[4] = {&a, &b, &c, &d};
+  constexpr int kDemand = 100;
+  int64_t granted[4] = {0, 0, 0, 0};
+  int64_t max_tokens[4] = {0, 0, 0, 0};
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 4; ++i) {
+      const int64_t allowed = round == 0 ? 0 : std::min<int64_t>(kDemand, granted[i]) * 5;
+      Reports reports;
+      reports.set_domain("quota");
+      auto& usage = *reports.add_bucket_quota_usages();
+      usage.mutable_bucket_id()->mutable_bucket()->insert({"name", "api"});
+      usage.mutable_time_elapsed()->set_seconds(round == 0 ? 0 : 5);
+      usage.set_num_requests_allowed(static_cast<uint64_t>(allowed));
+      usage.set_num_requests_denied(static_cast<uint64_t>(round == 0 ? 0 : kDemand * 5 - allowed));
+      ASSERT_TRUE(clients[i]->Send(reports));
+      Response response;
+      ASSERT_TRUE(clients[i]->Read(response));
+      granted[i] = Rate(response.bucket_action(0));
+      ASSERT_GE(granted[i], 0);
+      const auto& strategy =
+          response.bucket_action(0).quota_assignment_action().rate_limit_strategy();
+      max_tokens[i] = strategy.has_token_bucket() ? strategy.token_bucket().max_tokens() : 0;
+      EXPECT_LE(granted[0] + granted[1] + granted[2] + granted[3], 10) << "round " << round;
+      EXPECT_LE(max_tokens[0] + max_tokens[1] + max_tokens[2] + max_tokens[3], 10)
+          << "round " << round;
+    }
+    clock.Advance(seconds(5));
+  }
+  // Equal shares of 10 among 4: two get 3 and two get 2 (the remainder goes by client id).
+  EXPECT_EQ(granted[0] + granted[1] + granted[2] + granted[3], 10);
+  for (int64_t g : granted) {
+    EXPECT_GE(g, 2);
+    EXPECT_LE(g, 3);
+  }
+  for (Client* client : clients) EXPECT_TRUE(client->Close().ok());
+}
+
 // Two Envoys reporting every second (TTL 3 s) split 10/s; one closes its stream. Its grant may be
 // enforced until its TTL ends, so the other's grant grows only then: within the TTL plus two
 // reports, and never while the closed one's grant is live.
