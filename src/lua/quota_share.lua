@@ -7,7 +7,8 @@
 --   args[kArgvBase + 2]  its demand, requests per unit, decimal (above kMaxQuotaDemand counts as it)
 --   args[kArgvBase + 3]  the rule's limit, requests per unit, decimal, [0, kMaxQuotaLimit]
 --   args[kArgvBase + 4]  the grant's ttl, microseconds, decimal, [1 s, 60 s]
--- Returns {granted, live clients, their summed demand, their summed grants} (integers).
+--   args[kArgvBase + 5]  '1' for a top-up (a live record only ever has its grant raised), else '0'
+-- Returns {granted, live clients, their summed demand, their summed grants, wanted} (integers).
 -- Work is proportional to the bucket's live clients (at most kMaxQuotaClients), never to requests.
 
 local kQuotaRecordFormat = '<I8I8I8'
@@ -40,6 +41,10 @@ local function QuotaShare(keys, args)
   local ttl_us = ParseInt(args[kArgvBase + 4], kMinQuotaTtlUs, kMaxQuotaTtlUs)
   if ttl_us == nil then
     Fail('ttl_us: must be an integer in [1 s, 60 s]')
+  end
+  local top_up = args[kArgvBase + 5]
+  if top_up ~= '0' and top_up ~= '1' then
+    Fail('top_up: must be 0 or 1')
   end
   local key = keys[1]
 
@@ -74,10 +79,11 @@ local function QuotaShare(keys, args)
   if recs[client] == nil then
     if #ids >= kMaxQuotaClients then
       local sum_demand, sum_granted = Totals()
-      return {0, #ids, sum_demand, sum_granted}
+      return {0, #ids, sum_demand, sum_granted, 0}
     end
     ids[#ids + 1] = client
     recs[client] = {demand, 0, 0}
+    top_up = '0'
   else
     recs[client][1] = demand
   end
@@ -119,10 +125,14 @@ local function QuotaShare(keys, args)
   if granted > free then
     granted = free
   end
-  local ends = now + ttl_us
-  recs[client] = {demand, granted, ends}
-  Call('HSET', key, client, Pack(kQuotaRecordFormat, demand, granted, ends))
-  local last = ends
+  -- A top-up of a live record changes it only to raise its grant.
+  if top_up == '1' and granted <= recs[client][2] then
+    granted = recs[client][2]
+  else
+    recs[client] = {demand, granted, now + ttl_us}
+  end
+  Call('HSET', key, client, Pack(kQuotaRecordFormat, demand, granted, recs[client][3]))
+  local last = now
   for _, id in ipairs(ids) do
     if recs[id][3] > last then
       last = recs[id][3]
@@ -130,5 +140,5 @@ local function QuotaShare(keys, args)
   end
   SetExpiry(key, CeilDiv(last, 1000), now)
   local sum_demand, sum_granted = Totals()
-  return {granted, #ids, sum_demand, sum_granted}
+  return {granted, #ids, sum_demand, sum_granted, fair}
 end

@@ -76,6 +76,9 @@ QuotaShare DecideQuotaShare(QuotaRecords& records, const QuotaReport& report, in
     return share;
   }
   QuotaClientRecord& mine = records[report.client];
+  // A top-up of a live record keeps the demand it was reported with (the same value) and its
+  // grant unless it can rise; otherwise it is a report.
+  const bool raise_only = report.top_up && known;
   mine.demand = demand;
   const uint64_t fair = MaxMinShares(records, report.limit)[report.client];
   uint64_t others = 0;
@@ -83,8 +86,12 @@ QuotaShare DecideQuotaShare(QuotaRecords& records, const QuotaReport& report, in
     if (client != report.client) others += record.granted;
   }
   const uint64_t free = report.limit > others ? report.limit - others : 0;
-  mine.granted = std::min(fair, free);
-  mine.ends_us = now_us + std::chrono::microseconds(report.ttl).count();
+  const uint64_t granted = std::min(fair, free);
+  if (!raise_only || granted > mine.granted) {
+    mine.granted = granted;
+    mine.ends_us = now_us + std::chrono::microseconds(report.ttl).count();
+  }
+  share.wanted = fair;
   share.granted = mine.granted;
   share.clients = records.size();
   for (const auto& [client, record] : records) {

@@ -53,12 +53,20 @@ struct QuotaReport {
   // How long the grant lives (QuotaTtl()): the record, and the grant it holds, count until then.
   // Whole seconds in [kMinQuotaTtl, kMaxQuotaTtl].
   std::chrono::seconds ttl{kMinQuotaTtl};
+  // A top-up, not a report: the server asks again between the client's reports because its grant
+  // was held below its share by the other clients' grants (QuotaShare::wanted), which may have
+  // shrunk since. A top-up only ever raises the client's live grant, and leaves the record as it
+  // is when it cannot (docs/rlqs.md, "Top-ups").
+  bool top_up = false;
 };
 
 // The answer to a report.
 struct QuotaShare {
   // Requests per unit this client may admit until the TTL ends; 0 means deny all.
   uint64_t granted = 0;
+  // Its max-min share for its demand: what it would be granted were no other live grant in the
+  // way. `granted < wanted` while the others' grants are still shrinking to their shares.
+  uint64_t wanted = 0;
   std::chrono::seconds ttl{0};
   // The bucket's live clients (this one included), their summed demand and their summed grants
   // (this one's new grant included), for metrics.

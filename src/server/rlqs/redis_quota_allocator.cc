@@ -21,18 +21,19 @@ namespace {
 absl::StatusOr<QuotaShare> ParseShare(const RedisReply& reply, std::chrono::seconds ttl) {
   absl::StatusOr<std::span<const RedisReply>> values = reply.AsArray();
   if (!values.ok()) return values.status();
-  if (values->size() != 4) {
+  if (values->size() != 5) {
     return absl::InternalError(
-        absl::StrCat("quota_share: expected 4 integers, got ", values->size()));
+        absl::StrCat("quota_share: expected 5 integers, got ", values->size()));
   }
-  int64_t v[4];
-  for (size_t i = 0; i < 4; ++i) {
+  int64_t v[5];
+  for (size_t i = 0; i < 5; ++i) {
     absl::StatusOr<int64_t> n = (*values)[i].AsInteger();
     if (!n.ok()) return n.status();
     if (*n < 0) return absl::InternalError("quota_share: negative value in reply");
     v[i] = *n;
   }
   return QuotaShare{.granted = static_cast<uint64_t>(v[0]),
+                    .wanted = static_cast<uint64_t>(v[4]),
                     .ttl = ttl,
                     .clients = static_cast<uint64_t>(v[1]),
                     .demand = static_cast<uint64_t>(v[2]),
@@ -69,6 +70,7 @@ void RedisQuotaAllocator::Allocate(const QuotaReport& report, ShareCallback done
   args.push_back(absl::StrCat(std::min(report.demand, kMaxQuotaDemand)));
   args.push_back(absl::StrCat(report.limit));
   args.push_back(absl::StrCat(std::chrono::microseconds(report.ttl).count()));
+  args.push_back(report.top_up ? "1" : "0");
   std::string key = BucketKey(report.bucket);
   const std::chrono::seconds ttl = report.ttl;
   runner_.Run(script_, {key}, args,

@@ -18,10 +18,15 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 QuotaShare Report(MemoryQuotaAllocator& allocator, const std::string& client, uint64_t demand,
-                  uint64_t limit = 10, seconds ttl = seconds(15)) {
+                  uint64_t limit = 10, seconds ttl = seconds(15), bool top_up = false) {
   QuotaShare out;
   allocator.Allocate(
-      {.bucket = "d\x1fk=v", .client = client, .demand = demand, .limit = limit, .ttl = ttl},
+      {.bucket = "d\x1fk=v",
+       .client = client,
+       .demand = demand,
+       .limit = limit,
+       .ttl = ttl,
+       .top_up = top_up},
       [&](absl::StatusOr<QuotaShare> share) {
         ASSERT_TRUE(share.ok()) << share.status();
         out = *share;
@@ -94,6 +99,37 @@ TEST(MemoryQuotaAllocator, NewcomerWaitsForLiveGrantsToShrink) {
   clock.Advance(seconds(5));
   EXPECT_EQ(Report(allocator, "a", 30).granted, 5u);
   EXPECT_EQ(Report(allocator, "b", 30).granted, 5u);
+}
+
+// A top-up raises a grant held below its share as soon as the others' grants have shrunk, and
+// never lowers one: a lowered grant would not be in force until the client heard of it.
+TEST(MemoryQuotaAllocator, TopUpOnlyRaisesAGrantHeldBelowItsShare) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  EXPECT_EQ(Report(allocator, "a", 30).granted, 10u);
+  QuotaShare b = Report(allocator, "b", 30);
+  EXPECT_EQ(b.granted, 0u);
+  EXPECT_EQ(b.wanted, 5u);  // held below its share by a's live grant
+  clock.Advance(seconds(1));
+  b = Report(allocator, "b", 30, 10, seconds(15), /*top_up=*/true);
+  EXPECT_EQ(b.granted, 0u);  // a has not reported: nothing freed yet
+  clock.Advance(seconds(1));
+  EXPECT_EQ(Report(allocator, "a", 30).granted, 5u);
+  b = Report(allocator, "b", 30, 10, seconds(15), /*top_up=*/true);
+  EXPECT_EQ(b.granted, 5u);
+  EXPECT_EQ(b.granted_total, 10u);
+  // c arrives: b's share falls to 3, but a later top-up leaves b's grant (and its end) as they
+  // are.
+  EXPECT_EQ(Report(allocator, "c", 30).granted, 0u);
+  clock.Advance(seconds(1));
+  b = Report(allocator, "b", 30, 10, seconds(15), /*top_up=*/true);
+  EXPECT_EQ(b.granted, 5u);
+  EXPECT_EQ(b.wanted, 3u);
+  // a's and b's records both end 15 s after t = 2 s, when they were last granted.
+  clock.Advance(seconds(14) - milliseconds(1));
+  EXPECT_EQ(Report(allocator, "c", 30).clients, 3u);
+  clock.Advance(milliseconds(1));
+  EXPECT_EQ(Report(allocator, "c", 30).clients, 1u);
 }
 
 // A client that stops reporting keeps its grant, and its demand counts, until its TTL ends;

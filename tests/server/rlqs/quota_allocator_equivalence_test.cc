@@ -53,8 +53,8 @@ class QuotaAllocatorRedisTest : public ::testing::Test {
   std::shared_ptr<RedisClient> client_;
 };
 
-// Random reports from a few clients on a few buckets, with time moving by random steps (often
-// past TTLs): both allocators answer every report alike.
+// Random reports and top-ups from a few clients on a few buckets, with time moving by random
+// steps (often past TTLs): both allocators answer every one alike.
 TEST_F(QuotaAllocatorRedisTest, RedisAndMemoryAllocateAlike) {
   testing::ManualClock clock;
   MemoryQuotaAllocator memory(clock);
@@ -71,12 +71,14 @@ TEST_F(QuotaAllocatorRedisTest, RedisAndMemoryAllocateAlike) {
         .client = absl::StrCat("c", std::uniform_int_distribution<int>(0, 5)(rng)),
         .demand = std::uniform_int_distribution<uint64_t>(0, 2 * limits[b])(rng),
         .limit = limits[b],
-        .ttl = seconds(std::uniform_int_distribution<int>(1, 6)(rng))};
+        .ttl = seconds(std::uniform_int_distribution<int>(1, 6)(rng)),
+        .top_up = std::uniform_int_distribution<int>(0, 2)(rng) == 0};
     absl::StatusOr<QuotaShare> in_memory = AllocateSync(memory, report);
     absl::StatusOr<QuotaShare> in_redis = AllocateSync(redis, report);
     ASSERT_TRUE(in_memory.ok()) << in_memory.status();
     ASSERT_TRUE(in_redis.ok()) << in_redis.status();
     ASSERT_EQ(in_memory->granted, in_redis->granted) << "step " << step;
+    ASSERT_EQ(in_memory->wanted, in_redis->wanted) << "step " << step;
     ASSERT_EQ(in_memory->clients, in_redis->clients) << "step " << step;
     ASSERT_EQ(in_memory->demand, in_redis->demand) << "step " << step;
     ASSERT_EQ(in_memory->granted_total, in_redis->granted_total) << "step " << step;
