@@ -3,11 +3,16 @@
 // uniform and skewed phases, and report every 5 s as Envoy's rate_limit_quota filter does
 // (counts of allowed and denied, the first report at the first request). Time is simulated in
 // 1 ms steps; the allocation is the memory allocator's (the same rule as the Redis script), and
-// the demand measurement and TTLs are the service's (rlqs_grpc_service.cc). Prints one CSV row per
-// second (t, demand, min(demand, limit), admitted, live grants) and a summary per phase.
+// the demand measurement, TTLs and top-ups are the service's (rlqs_grpc_service.cc). An Envoy
+// applies an assignment as its filter does (global_client_impl.cc upstream): an unchanged token
+// bucket carries over, a changed one starts as full as the old one was (the same ratio of tokens
+// to max_tokens), and the first one, or one after a blanket rule, starts full. Prints one CSV row
+// per second (t, demand, min(demand, limit), admitted, live grants) and a summary per phase.
 //
-//   rlqs_accuracy [--reset-on-refresh]   (a refreshed assignment refills the bucket, the worst
-//   case)
+//   rlqs_accuracy [--full-on-change] [--no-top-ups]
+//     --full-on-change  every changed token bucket starts full (a client that does not carry
+//                       tokens over, the worst case)
+//     --no-top-ups      the server answers reports only
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -44,10 +49,17 @@ std::vector<std::vector<double>> Phases() {
   return {uniform, skewed, under, two_big};
 }
 
+constexpr int kTopUpMs = 1000;
+
 struct Envoy {
   double tokens = 0;
   uint64_t rate = 0;  // tokens per second; 0: deny all
   bool assigned = false;
+  // The server's side: the last reported demand and TTL, and when it next tops the grant up
+  // (while the grant is below what the client wanted; -1: not due).
+  uint64_t demand = 0;
+  seconds ttl{1};
+  int64_t next_top_up_ms = -1;
   int64_t expires_ms = 0;
   int64_t next_report_ms = -1;
   int64_t last_report_ms = -1;
@@ -59,13 +71,39 @@ struct Envoy {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool reset_on_refresh = argc > 1 && std::strcmp(argv[1], "--reset-on-refresh") == 0;
+  bool full_on_change = false, top_ups = true;
+  for (int a = 1; a < argc; ++a) {
+    if (std::strcmp(argv[a], "--full-on-change") == 0) full_on_change = true;
+    if (std::strcmp(argv[a], "--no-top-ups") == 0) top_ups = false;
+  }
   sluice::testing::ManualClock clock;
   sluice::MemoryQuotaAllocator allocator(clock);
   const auto phases = Phases();
   std::mt19937_64 rng(22);
   std::vector<Envoy> envoys(kEnvoys);
   std::uniform_int_distribution<int> phase_jitter(0, kReportMs - 1);
+  // A report's or a top-up's answer, as the Envoy applies it. The service sends a top-up's answer
+  // only when it raised the grant.
+  auto apply = [&](Envoy& e, int i, bool top_up, int64_t now) {
+    QuotaShare share;
+    allocator.Allocate({.bucket = "sim",
+                        .client = std::to_string(i),
+                        .demand = e.demand,
+                        .limit = kLimit,
+                        .ttl = e.ttl,
+                        .top_up = top_up},
+                       [&](absl::StatusOr<QuotaShare> s) { share = *s; });
+    e.next_top_up_ms = share.granted < share.wanted ? now + kTopUpMs : -1;
+    if (top_up && share.granted <= e.rate) return;
+    if (!e.assigned || e.rate == 0 || (full_on_change && share.granted != e.rate)) {
+      e.tokens = static_cast<double>(share.granted);  // a first (or post-DENY_ALL) bucket
+    } else if (share.granted != e.rate) {
+      e.tokens = static_cast<double>(share.granted) * (e.tokens / static_cast<double>(e.rate));
+    }
+    e.rate = share.granted;
+    e.assigned = true;
+    e.expires_ms = now + share.ttl.count() * 1000;
+  };
   std::printf("t,demand,target,admitted,granted\n");
   const int total_ms = kPhaseSeconds * static_cast<int>(phases.size()) * 1000;
   std::vector<double> admitted_per_s(total_ms / 1000, 0), target_per_s(total_ms / 1000, 0);
@@ -84,22 +122,14 @@ int main(int argc, char** argv) {
           measured = static_cast<uint64_t>(
               std::ceil(static_cast<double>(e.allowed + e.denied) * 1000.0 / interval_ms));
         }
-        QuotaShare share;
-        allocator.Allocate({.bucket = "sim",
-                            .client = std::to_string(i),
-                            .demand = measured,
-                            .limit = kLimit,
-                            .ttl = sluice::QuotaTtl(milliseconds(interval_ms))},
-                           [&](absl::StatusOr<QuotaShare> s) { share = *s; });
-        const bool changed = !e.assigned || share.granted != e.rate;
-        if (changed || reset_on_refresh) e.tokens = static_cast<double>(share.granted);
-        e.rate = share.granted;
-        e.assigned = true;
-        e.expires_ms = now + share.ttl.count() * 1000;
+        e.demand = measured;
+        e.ttl = sluice::QuotaTtl(milliseconds(interval_ms));
+        apply(e, i, /*top_up=*/false, now);
         e.allowed = e.denied = 0;
         e.last_report_ms = now;
         e.next_report_ms = now + (first ? phase_jitter(rng) + 1 : kReportMs);
       }
+      if (top_ups && now == e.next_top_up_ms) apply(e, i, /*top_up=*/true, now);
       if (e.assigned && now >= e.expires_ms) e.rate = 0;  // expired: deny (a strict fallback)
       e.tokens = std::min(static_cast<double>(e.rate), e.tokens + e.rate / 1000.0);
       e.arrivals += demand[i] / 1000.0;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "envoy/service/rate_limit_quota/v3/rlqs.grpc.pb.h"
@@ -41,6 +43,8 @@ void SetDuration(std::chrono::microseconds d, google::protobuf::Duration& out) {
   out.set_nanos(static_cast<int32_t>(d.count() % 1'000'000) * 1000);
 }
 
+class Stream;
+
 }  // namespace
 
 struct RlqsGrpcService::Impl {
@@ -69,6 +73,16 @@ struct RlqsGrpcService::Impl {
     --open;
     idle.notify_all();
   }
+  // The streams a top-up pass visits (TopUpAll()). Unregister() waits for a pass in progress.
+  void Register(Stream* stream) {
+    std::lock_guard lock(streams_mu);
+    streams.insert(stream);
+  }
+  void Unregister(Stream* stream) {
+    std::lock_guard lock(streams_mu);
+    streams.erase(stream);
+  }
+  void TopUpAll();
 
   class Service final : public rlqs::RateLimitQuotaService::CallbackService {
    public:
@@ -89,10 +103,12 @@ struct RlqsGrpcService::Impl {
   size_t open = 0;
   mutable std::mutex buckets_mu;
   absl::flat_hash_map<std::string, RlqsBucketState> buckets;
+  std::mutex streams_mu;
+  absl::flat_hash_set<Stream*> streams;
   struct Counters {
     std::atomic<uint64_t> streams_refused{0}, reports{0}, reports_throttled{0},
         reports_malformed{0}, buckets_assigned{0}, buckets_abandoned{0}, allocation_errors{0},
-        requests_allowed{0}, requests_denied{0};
+        requests_allowed{0}, requests_denied{0}, top_up_rounds{0}, buckets_topped_up{0};
   } counters;
   // Store errors come per bucket, as many as a report has: one line a second.
   internal::LogThrottle allocation_error_log;
@@ -101,40 +117,126 @@ struct RlqsGrpcService::Impl {
 
 namespace {
 
-// One stream: reads a report, answers it, then reads the next. Deletes itself in OnDone().
+// One stream. Reports and top-ups run as rounds, one at a time: a round asks the allocator for
+// a share per bucket and, once every answer is in, writes one response. A report is answered
+// whole; a top-up round (RlqsGrpcService::TopUp()) re-asks, with top_up set, for the buckets
+// whose last share was held below what the client wanted, and writes only the grants it raised.
+// The next report is read once the previous one's answer is written. Responses are written one at
+// a time from a queue. Deletes itself once gRPC is done with it (OnDone()) and no round is in
+// flight.
 class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
  public:
   Stream(RlqsGrpcService::Impl& impl, std::string client)
       : impl_(impl), client_(std::move(client)) {
     tokens_ = impl_.options.max_reports_per_second;
     refilled_ = impl_.clock.Now();
+    impl_.Register(this);
     StartRead(&report_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
-      Finish(grpc::Status::OK);
+      FinishOnce();
       return;
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (busy_) {
+        report_waiting_ = true;  // Handle()d when the top-up round ends
+        return;
+      }
+      busy_ = true;
     }
     Handle();
   }
 
   void OnWriteDone(bool ok) override {
+    Outgoing written;
+    Response* next = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      written = std::move(outgoing_.front());
+      outgoing_.pop_front();
+      if (ok && !finishing_ && !outgoing_.empty()) {
+        next = outgoing_.front().response.get();
+      } else {
+        writing_ = false;
+      }
+    }
     if (!ok) {
-      Finish(grpc::Status::OK);
+      FinishOnce();
       return;
     }
-    StartRead(&report_);
+    if (next != nullptr) StartWrite(next);
+    if (written.answers_report) ReadNext();
   }
 
   void OnDone() override {
-    impl_.Close();
-    delete this;
+    impl_.Unregister(this);
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+      if (busy_) return;  // the round's end deletes the stream
+    }
+    Destroy();
+  }
+
+  // Starts a top-up round if a bucket's grant is held below its share and the stream is idle.
+  // Called by the service (under its registry lock, so OnDone() waits for this to return).
+  void MaybeTopUp() {
+    std::vector<Ask> asks;
+    {
+      std::lock_guard lock(mu_);
+      // At most the write in flight ahead of a top-up: a client that stops reading is not queued
+      // more.
+      if (busy_ || finishing_ || outgoing_.size() > 1) return;
+      std::lock_guard buckets_lock(buckets_mu_);
+      for (const auto& [id, state] : buckets_) {
+        if (!state.top_up) continue;
+        asks.push_back(Ask{.index = -1,
+                           .id = id,
+                           .report = state.top_up->report,
+                           .unit = state.top_up->unit,
+                           .stats_key = state.top_up->stats_key,
+                           .domain = state.top_up->domain,
+                           .bucket_id = {}});
+      }
+      if (asks.empty()) return;
+      busy_ = true;
+    }
+    ++impl_.counters.top_up_rounds;
+    RunRound(std::move(asks), nullptr);
   }
 
  private:
+  // Kept for a bucket whose last share was below what the client wanted.
+  struct TopUp {
+    QuotaReport report;  // top_up set
+    rlqs::BucketId bucket_id;
+    std::chrono::seconds unit{1};
+    std::string stats_key;
+    std::string domain;
+  };
   struct BucketState {
     std::chrono::steady_clock::time_point last_report;
+    uint64_t granted = 0;  // the grant last sent
+    std::optional<TopUp> top_up;
+  };
+  // One bucket's question to the allocator in a round. `index` is its action in a report's
+  // response; -1 in a top-up round.
+  struct Ask {
+    int index = -1;
+    std::string id;
+    QuotaReport report;
+    std::chrono::seconds unit{1};
+    std::string stats_key;
+    std::string domain;
+    rlqs::BucketId bucket_id;  // a report's, kept for top-ups
+    absl::StatusOr<QuotaShare> share = absl::UnknownError("unanswered");
+  };
+  struct Outgoing {
+    std::shared_ptr<Response> response;
+    bool answers_report = false;
   };
 
   // The per-stream report budget: a token bucket of max_reports_per_second.
@@ -149,29 +251,25 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
     return true;
   }
 
+  // A report round: maps each bucket of report_ to a rule and asks for the shared ones.
   void Handle() {
     auto& counters = impl_.counters;
     if (!TakeReportToken()) {
       ++counters.reports_throttled;
-      StartRead(&report_);
+      EndRound(/*read_next=*/true);
       return;
     }
     ++counters.reports;
     if (report_.domain().empty() || report_.bucket_quota_usages().empty()) {
       ++counters.reports_malformed;
-      StartRead(&report_);
+      EndRound(/*read_next=*/true);
       return;
     }
     std::shared_ptr<const RateLimitConfig> config = impl_.rls.config();
     const auto now = impl_.clock.Now();
     auto response = std::make_shared<Response>();
-    struct Pending {
-      int index;
-      QuotaReport report;
-      std::chrono::seconds unit;
-      std::string stats_key;
-    };
-    std::vector<Pending> pending;
+    std::vector<Ask> asks;
+    std::unique_lock buckets_lock(buckets_mu_);
     for (const auto& usage : report_.bucket_quota_usages()) {
       counters.requests_allowed += usage.num_requests_allowed();
       counters.requests_denied += usage.num_requests_denied();
@@ -203,6 +301,7 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
           (state == buckets_.end() && buckets_.size() >= impl_.options.max_buckets_per_stream)) {
         ++counters.buckets_abandoned;
         action.mutable_abandon_action();
+        if (state != buckets_.end()) buckets_.erase(state);
         continue;
       }
       std::optional<std::chrono::microseconds> interval;
@@ -211,9 +310,10 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
             std::chrono::duration_cast<std::chrono::microseconds>(now - state->second.last_report),
             std::chrono::milliseconds(1));
       } else {
-        state = buckets_.try_emplace(std::move(id)).first;
+        state = buckets_.try_emplace(id).first;
       }
       state->second.last_report = now;
+      state->second.top_up.reset();  // this report supersedes it
       const std::chrono::seconds ttl = QuotaTtl(interval.value_or(kFirstInterval));
       auto& assignment = *action.mutable_quota_assignment_action();
       SetDuration(ttl, *assignment.mutable_assignment_time_to_live());
@@ -235,61 +335,120 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
         demand = static_cast<uint64_t>(
             std::min(std::ceil(per_unit), static_cast<double>(kMaxQuotaDemand)));
       }
-      pending.push_back({response->bucket_action_size() - 1,
-                         QuotaReport{.bucket = plan.bucket_key,
-                                     .client = client_,
-                                     .demand = demand,
-                                     .limit = plan.limit,
-                                     .ttl = ttl},
-                         plan.unit, plan.stats_key});
+      asks.push_back(Ask{.index = response->bucket_action_size() - 1,
+                         .id = std::move(id),
+                         .report = QuotaReport{.bucket = plan.bucket_key,
+                                               .client = client_,
+                                               .demand = demand,
+                                               .limit = plan.limit,
+                                               .ttl = ttl},
+                         .unit = plan.unit,
+                         .stats_key = plan.stats_key,
+                         .domain = report_.domain(),
+                         .bucket_id = usage.bucket_id()});
     }
-    if (pending.empty()) {
-      Answer(std::move(response));
+    buckets_lock.unlock();
+    if (asks.empty()) {
+      if (response->bucket_action_size() == 0) {
+        EndRound(/*read_next=*/true);
+      } else {
+        EndRound(/*read_next=*/false, std::move(response), /*answers_report=*/true);
+      }
       return;
     }
-    auto left = std::make_shared<std::atomic<size_t>>(pending.size());
-    for (const Pending& p : pending) {
-      impl_.allocator.Allocate(p.report, [this, response, left, index = p.index, unit = p.unit,
-                                          bucket = p.report.bucket, stats_key = p.stats_key,
-                                          limit = p.report.limit, domain = report_.domain()](
-                                             absl::StatusOr<QuotaShare> share) {
-        BucketAction& action = *response->mutable_bucket_action(index);
-        if (!share.ok()) {
-          ++impl_.counters.allocation_errors;
-          if (internal::LogPermit permit = impl_.allocation_error_log.Acquire(); permit.log) {
-            spdlog::warn("rlqs: bucket {}: {}{}", bucket, share.status().ToString(),
-                         internal::SuppressedNote(permit.suppressed));
-          }
-          // No answer for the bucket: Envoy keeps its assignment until it expires.
-          action.clear_bucket_action();
-        } else {
-          Strategy& strategy =
-              *action.mutable_quota_assignment_action()->mutable_rate_limit_strategy();
-          if (share->granted == 0) {
-            strategy.set_blanket_rule(Strategy::DENY_ALL);
-          } else {
-            auto& bucket_strategy = *strategy.mutable_token_bucket();
-            bucket_strategy.set_max_tokens(static_cast<uint32_t>(share->granted));
-            bucket_strategy.mutable_tokens_per_fill()->set_value(
-                static_cast<uint32_t>(share->granted));
-            SetDuration(unit, *bucket_strategy.mutable_fill_interval());
-          }
-          ++impl_.counters.buckets_assigned;
-          impl_.Record(stats_key, {.domain = domain,
-                                   .clients = share->clients,
-                                   .demand = share->demand,
-                                   .assigned = share->granted_total,
-                                   .limit = limit});
-          spdlog::debug("rlqs: bucket {}: clients {}, demand {}, granted {} of {} assigned", bucket,
-                        share->clients, share->demand, share->granted, share->granted_total);
-        }
-        if (left->fetch_sub(1) == 1) Answer(response);
-      });
+    RunRound(std::move(asks), std::move(response));
+  }
+
+  // Asks the allocator for every ask's share, then ends the round in the last answer's thread.
+  // `response` is the report's (nullptr: a top-up round).
+  void RunRound(std::vector<Ask> asks, std::shared_ptr<Response> response) {
+    auto round = std::make_shared<std::vector<Ask>>(std::move(asks));
+    auto left = std::make_shared<std::atomic<size_t>>(round->size());
+    for (Ask& ask : *round) {
+      impl_.allocator.Allocate(
+          ask.report, [this, round, left, response, &ask](absl::StatusOr<QuotaShare> share) {
+            ask.share = std::move(share);
+            if (left->fetch_sub(1) == 1) EndAllocation(*round, response);
+          });
     }
   }
 
-  // Writes the actions that have one, or reads the next report when none has.
-  void Answer(std::shared_ptr<Response> response) {
+  // Turns a round's shares into actions, remembers what was granted and what to top up, and
+  // writes the response (a top-up round's only if a grant rose).
+  void EndAllocation(std::vector<Ask>& asks, std::shared_ptr<Response> response) {
+    const bool top_up = response == nullptr;
+    if (top_up) response = std::make_shared<Response>();
+    {
+      std::lock_guard lock(buckets_mu_);
+      for (Ask& ask : asks) {
+        auto state = buckets_.find(ask.id);
+        if (!ask.share.ok()) {
+          ++impl_.counters.allocation_errors;
+          if (internal::LogPermit permit = impl_.allocation_error_log.Acquire(); permit.log) {
+            spdlog::warn("rlqs: bucket {}: {}{}", ask.report.bucket, ask.share.status().ToString(),
+                         internal::SuppressedNote(permit.suppressed));
+          }
+          // No answer for the bucket: Envoy keeps its assignment until it expires.
+          if (!top_up) response->mutable_bucket_action(ask.index)->clear_bucket_action();
+          continue;
+        }
+        const QuotaShare& share = *ask.share;
+        impl_.Record(ask.stats_key, {.domain = ask.domain,
+                                     .clients = share.clients,
+                                     .demand = share.demand,
+                                     .assigned = share.granted_total,
+                                     .limit = ask.report.limit});
+        if (state == buckets_.end()) continue;  // abandoned since
+        BucketState& bucket = state->second;
+        if (top_up && !bucket.top_up) continue;
+        const bool send = !top_up || share.granted > bucket.granted;
+        if (share.granted < share.wanted && !bucket.top_up) {
+          QuotaReport again = ask.report;
+          again.top_up = true;
+          bucket.top_up = TopUp{.report = std::move(again),
+                                .bucket_id = std::move(ask.bucket_id),
+                                .unit = ask.unit,
+                                .stats_key = ask.stats_key,
+                                .domain = ask.domain};
+        }
+        BucketAction* action = nullptr;
+        if (top_up && send) {
+          action = response->add_bucket_action();
+          *action->mutable_bucket_id() = bucket.top_up->bucket_id;
+          SetDuration(
+              ask.report.ttl,
+              *action->mutable_quota_assignment_action()->mutable_assignment_time_to_live());
+          ++impl_.counters.buckets_topped_up;
+        } else if (!top_up) {
+          action = response->mutable_bucket_action(ask.index);
+          ++impl_.counters.buckets_assigned;
+        }
+        if (share.granted >= share.wanted) bucket.top_up.reset();
+        if (action != nullptr) {
+          Strategy& strategy =
+              *action->mutable_quota_assignment_action()->mutable_rate_limit_strategy();
+          if (share.granted == 0) {
+            strategy.set_blanket_rule(Strategy::DENY_ALL);
+          } else {
+            // fill_interval is the rule's unit: Envoy refills tokens_per_fill over its whole
+            // seconds continuously, so a grant per minute or hour needs no fraction of a token.
+            auto& token_bucket = *strategy.mutable_token_bucket();
+            token_bucket.set_max_tokens(static_cast<uint32_t>(share.granted));
+            token_bucket.mutable_tokens_per_fill()->set_value(static_cast<uint32_t>(share.granted));
+            SetDuration(ask.unit, *token_bucket.mutable_fill_interval());
+          }
+          bucket.granted = share.granted;
+        }
+        spdlog::debug("rlqs: bucket {}: clients {}, demand {}, granted {} (wanted {}) of {}{}",
+                      ask.report.bucket, share.clients, share.demand, share.granted, share.wanted,
+                      share.granted_total, top_up ? ", a top-up" : "");
+      }
+    }
+    if (top_up) {
+      EndRound(/*read_next=*/false,
+               response->bucket_action_size() > 0 ? std::move(response) : nullptr);
+      return;
+    }
     auto& actions = *response->mutable_bucket_action();
     actions.erase(std::remove_if(actions.begin(), actions.end(),
                                  [](const BucketAction& a) {
@@ -298,20 +457,91 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
                                  }),
                   actions.end());
     if (actions.empty()) {
-      StartRead(&report_);
-      return;
+      EndRound(/*read_next=*/true);
+    } else {
+      EndRound(/*read_next=*/false, std::move(response), /*answers_report=*/true);
     }
-    response_ = std::move(response);
-    StartWrite(response_.get());
+  }
+
+  // Ends a round: queues its response, if any, for writing (in the order rounds end, and before
+  // another round can start), then deletes the stream if gRPC is done with it, else handles a
+  // report that arrived meanwhile, or reads the next one if `read_next`. A report's answer is
+  // `answers_report`: the next report is read once it is written.
+  void EndRound(bool read_next, std::shared_ptr<Response> response = nullptr,
+                bool answers_report = false) {
+    enum class Next { kRead, kHandle, kDestroy } next = Next::kRead;
+    Response* first = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      if (response != nullptr && !finishing_) {
+        outgoing_.push_back({std::move(response), answers_report});
+        if (!writing_) {
+          writing_ = true;
+          first = outgoing_.front().response.get();
+        }
+      }
+      busy_ = false;
+      if (done_) {
+        next = Next::kDestroy;  // OnDone() ran during the round and left the deletion here
+      } else if (report_waiting_) {
+        report_waiting_ = false;
+        busy_ = true;
+        next = Next::kHandle;
+      }
+    }
+    if (first != nullptr) StartWrite(first);
+    switch (next) {
+      case Next::kDestroy:
+        Destroy();
+        return;
+      case Next::kHandle:
+        Handle();
+        return;
+      case Next::kRead:
+        if (read_next) ReadNext();
+        return;
+    }
+  }
+
+  void ReadNext() {
+    {
+      std::lock_guard lock(mu_);
+      if (finishing_) return;
+    }
+    StartRead(&report_);
+  }
+
+  void FinishOnce() {
+    {
+      std::lock_guard lock(mu_);
+      if (finishing_) return;
+      finishing_ = true;
+    }
+    Finish(grpc::Status::OK);
+  }
+
+  void Destroy() {
+    impl_.Close();
+    delete this;
   }
 
   RlqsGrpcService::Impl& impl_;
   const std::string client_;
   Reports report_;
-  std::shared_ptr<Response> response_;
+  // Touched by rounds only (one at a time); the lock orders a round's end after its start when
+  // they run on different threads.
+  std::mutex buckets_mu_;
   absl::flat_hash_map<std::string, BucketState> buckets_;
   double tokens_ = 0;
   std::chrono::steady_clock::time_point refilled_;
+
+  std::mutex mu_;
+  bool busy_ = false;            // a round is in flight
+  bool report_waiting_ = false;  // a report read during a top-up round
+  bool writing_ = false;
+  bool finishing_ = false;  // Finish() called: nothing more is read or written
+  bool done_ = false;       // OnDone() ran
+  std::deque<Outgoing> outgoing_;
 };
 
 // Refuses a stream past the bound at once.
@@ -370,11 +600,33 @@ grpc::ServerBidiReactor<Reports, Response>* RlqsGrpcService::Impl::Service::Stre
   return new Stream(impl_, Sha256Hex(identity).substr(0, 32));
 }
 
+void RlqsGrpcService::Impl::TopUpAll() {
+  std::lock_guard lock(streams_mu);
+  for (Stream* stream : streams) stream->MaybeTopUp();
+}
+
 RlqsGrpcService::RlqsGrpcService(RateLimitService& rls, QuotaAllocator& allocator,
                                  const RlqsGrpcServiceOptions& options)
-    : impl_(std::make_unique<Impl>(rls, allocator, options)) {}
+    : impl_(std::make_unique<Impl>(rls, allocator, options)) {
+  if (options.top_up_interval <= std::chrono::milliseconds::zero()) return;
+  top_ups_ = std::jthread([this, interval = options.top_up_interval](std::stop_token stop) {
+    std::mutex mu;
+    std::condition_variable_any wake;
+    std::unique_lock lock(mu);
+    while (true) {
+      wake.wait_for(lock, stop, interval, [] { return false; });
+      if (stop.stop_requested()) return;
+      impl_->TopUpAll();
+    }
+  });
+}
 
-RlqsGrpcService::~RlqsGrpcService() = default;
+RlqsGrpcService::~RlqsGrpcService() {
+  top_ups_.request_stop();
+  if (top_ups_.joinable()) top_ups_.join();
+}
+
+void RlqsGrpcService::TopUp() { impl_->TopUpAll(); }
 
 grpc::Service& RlqsGrpcService::GrpcCppService() { return impl_->service; }
 
@@ -409,6 +661,8 @@ RlqsStats RlqsGrpcService::Stats() const {
   stats.allocation_errors = c.allocation_errors;
   stats.requests_allowed = c.requests_allowed;
   stats.requests_denied = c.requests_denied;
+  stats.top_up_rounds = c.top_up_rounds;
+  stats.buckets_topped_up = c.buckets_topped_up;
   return stats;
 }
 
@@ -446,6 +700,11 @@ std::string RlqsGrpcService::RenderPrometheus() const {
          "Usage reports dropped past a stream's reports per second.", stats.reports_throttled);
   family("sluice_rlqs_reports_malformed_total", "counter",
          "Reports or buckets without a domain or entries.", stats.reports_malformed);
+  family("sluice_rlqs_top_up_rounds_total", "counter",
+         "Rounds that re-asked, between reports, for grants held below their share.",
+         stats.top_up_rounds);
+  family("sluice_rlqs_buckets_topped_up_total", "counter",
+         "Grants raised between reports and sent unasked.", stats.buckets_topped_up);
   family("sluice_rlqs_buckets_abandoned_total", "counter",
          "Buckets answered with an AbandonAction.", stats.buckets_abandoned);
   family("sluice_rlqs_allocation_errors_total", "counter", "Buckets the store failed to share.",

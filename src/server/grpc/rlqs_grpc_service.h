@@ -6,8 +6,10 @@
 // (kRlqsClientHeader, else its address), so a reconnect replaces its own grant. Each report's
 // buckets are mapped to rules (quota_plan.h), their demand measured with the server's clock, their
 // shares asked of the QuotaAllocator, and one response answers every bucket of the report: a token
-// bucket, a blanket rule, or an AbandonAction for a bucket no rule matches. A stream reads its next
-// report only once the previous one is answered. Bounds: streams in flight, buckets tracked per
+// bucket, a blanket rule, or an AbandonAction for a bucket no rule matches. A grant held below
+// the client's share by the other clients' grants is asked for again every top_up_interval, and
+// sent as soon as it rises, unasked (docs/rlqs.md, "Top-ups"). A stream reads its next report only
+// once the previous one is answered. Bounds: streams in flight, buckets tracked per
 // stream (more are abandoned), and reports per second per stream (past it a report is dropped
 // unanswered and counted: Envoy keeps its assignments and reports again). A malformed report, an
 // unknown domain or an oversized bucket is answered, never a closed stream.
@@ -27,6 +29,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -67,6 +70,10 @@ struct RlqsGrpcServiceOptions {
   // Reports per second a stream may send (a burst of as many); the others are dropped and
   // counted. Default: 10 (Envoy sends one per 5 s).
   uint32_t max_reports_per_second = 10;
+  // How often grants held below their share (by other clients' grants, not yet shrunk) are asked
+  // for again between reports; a raised grant is sent at once (docs/rlqs.md, "Top-ups"). Zero:
+  // only when TopUp() is called. Default: 1 s.
+  std::chrono::milliseconds top_up_interval{1000};
   // Clock of demand measurement and of the report budget. Not owned. Default: Clock::Real().
   Clock* clock = nullptr;
   // Called with each reported bucket that matched a rule, so that the requests the client allowed
@@ -97,6 +104,9 @@ struct RlqsStats {
   // The requests the clients reported allowed and denied.
   uint64_t requests_allowed = 0;
   uint64_t requests_denied = 0;
+  // Top-up rounds run, and the grants they raised and sent.
+  uint64_t top_up_rounds = 0;
+  uint64_t buckets_topped_up = 0;
 };
 
 class RlqsGrpcService final : public GrpcService {
@@ -113,6 +123,9 @@ class RlqsGrpcService final : public GrpcService {
   bool WaitIdle(std::chrono::milliseconds bound) override;
   GrpcCallStats CallStats() const override;
   RlqsStats Stats() const;
+  // Runs one top-up pass now: every idle stream re-asks for its grants held below their share
+  // and sends those that rose. The service runs one every top_up_interval.
+  void TopUp();
   // Per rule (stats key; at most 10,000): the last allocation's clients, summed demand and summed
   // live grants, per unit of the rule.
   absl::flat_hash_map<std::string, RlqsBucketState> Buckets() const;
@@ -124,6 +137,7 @@ class RlqsGrpcService final : public GrpcService {
 
  private:
   std::unique_ptr<Impl> impl_;
+  std::jthread top_ups_;  // runs TopUp() every top_up_interval
 };
 
 }  // namespace sluice::server

@@ -68,6 +68,10 @@ struct Sluiced {
     service->SetConfig(*ParseRateLimitConfig({&source, 1}));
     rls = std::make_unique<RlsGrpcService>(*service, RlsGrpcServiceOptions{});
     options.clock = &clock;
+    // Top-ups run when a test calls TopUp(), unless it asked for a period of its own.
+    if (options.top_up_interval == RlqsGrpcServiceOptions{}.top_up_interval) {
+      options.top_up_interval = milliseconds(0);
+    }
     rlqs_service = std::make_unique<RlqsGrpcService>(*service, allocator, options);
     server = std::make_unique<GrpcServer>(GrpcServerOptions{.address = address},
                                           std::vector<GrpcService*>{rls.get(), rlqs_service.get()});
@@ -357,6 +361,70 @@ TEST(RlqsGrpcService, TwoSluicedOnOneRedisShareMaxMinFairly) {
   EXPECT_EQ(granted[1], 3);
   EXPECT_EQ(granted[2], 3);
   EXPECT_TRUE(big.Close().ok());
+}
+
+// A grant held below its share is topped up between reports, on the other sluiced, as soon as
+// the grant in its way shrinks, and sent unasked; a top-up that cannot raise it sends nothing.
+TEST(RlqsGrpcService, AGrantHeldBelowItsShareIsToppedUpBetweenReports) {
+  absl::StatusOr<std::unique_ptr<testing::RedisServer>> redis = testing::RedisServer::Start();
+  if (!redis.ok()) GTEST_SKIP() << "no redis-server: " << redis.status();
+  absl::StatusOr<StoreUrl> url = ParseStoreUrl((*redis)->Url());
+  ASSERT_TRUE(url.ok());
+  auto redis_client = std::shared_ptr<RedisClient>(*RedisClient::Create(
+      {.endpoint = testing::EndpointOf(*url), .command_timeout = milliseconds(2000)}));
+  ASSERT_TRUE(redis_client->WaitForConnection(milliseconds(5000)).ok());
+  RedisQuotaAllocator allocator(redis_client, {.timeout = milliseconds(2000)});
+  testing::ManualClock clock;
+  Sluiced one(allocator, clock);
+  Sluiced two(allocator, clock);
+  Client a(one.channel, "a");
+  Client b(two.channel, "b");
+  EXPECT_EQ(ReportApi(a, 30, 0, 0), 10);  // first: the whole limit
+  EXPECT_EQ(ReportApi(b, 30, 0, 0), 0);   // a's 10 is live: DENY_ALL
+  two.rlqs_service->TopUp();              // nothing freed yet: nothing sent
+  one.rlqs_service->TopUp();
+  EXPECT_EQ(two.rlqs_service->Stats().top_up_rounds, 1u);
+  EXPECT_EQ(two.rlqs_service->Stats().buckets_topped_up, 0u);
+  EXPECT_EQ(one.rlqs_service->Stats().top_up_rounds, 0u);  // a holds its share
+  clock.Advance(seconds(5));
+  EXPECT_EQ(ReportApi(a, 30, 10, 5), 5);  // a's measured 30/s: max-min gives 5 and 5
+  two.rlqs_service->TopUp();
+  Response pushed;
+  ASSERT_TRUE(b.Read(pushed));  // unasked
+  ASSERT_EQ(pushed.bucket_action_size(), 1);
+  EXPECT_EQ(pushed.bucket_action(0).bucket_id().bucket().at("name"), "api");
+  EXPECT_EQ(Rate(pushed.bucket_action(0)), 5);
+  const auto& assignment = pushed.bucket_action(0).quota_assignment_action();
+  EXPECT_EQ(assignment.assignment_time_to_live().seconds(), 15);
+  EXPECT_EQ(assignment.rate_limit_strategy().token_bucket().max_tokens(), 5u);
+  EXPECT_EQ(two.rlqs_service->Stats().buckets_topped_up, 1u);
+  // b now holds its share: no more top-ups for it.
+  two.rlqs_service->TopUp();
+  EXPECT_EQ(two.rlqs_service->Stats().top_up_rounds, 2u);
+  // Its next report is answered as usual, after the push.
+  clock.Advance(seconds(5));
+  EXPECT_EQ(ReportApi(b, 30, 5, 5), 5);
+  EXPECT_TRUE(a.Close().ok());
+  EXPECT_TRUE(b.Close().ok());
+}
+
+// The service tops up on its own every top_up_interval.
+TEST(RlqsGrpcService, TopUpsRunEveryInterval) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock, {.top_up_interval = milliseconds(20)});
+  Client a(sluiced.channel, "a");
+  Client b(sluiced.channel, "b");
+  EXPECT_EQ(ReportApi(a, 30, 0, 0), 10);
+  EXPECT_EQ(ReportApi(b, 30, 0, 0), 0);
+  clock.Advance(seconds(5));
+  EXPECT_EQ(ReportApi(a, 30, 10, 5), 5);
+  Response pushed;
+  ASSERT_TRUE(b.Read(pushed));  // within 20 ms of real time, or the 30 s deadline fails it
+  ASSERT_EQ(pushed.bucket_action_size(), 1);
+  EXPECT_EQ(Rate(pushed.bucket_action(0)), 5);
+  EXPECT_TRUE(a.Close().ok());
+  EXPECT_TRUE(b.Close().ok());
 }
 
 // Four Envoys on two sluiced over one Redis, each demanding ten times the 10/s limit: at every

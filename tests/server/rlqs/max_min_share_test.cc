@@ -20,17 +20,16 @@ using std::chrono::seconds;
 QuotaShare Report(MemoryQuotaAllocator& allocator, const std::string& client, uint64_t demand,
                   uint64_t limit = 10, seconds ttl = seconds(15), bool top_up = false) {
   QuotaShare out;
-  allocator.Allocate(
-      {.bucket = "d\x1fk=v",
-       .client = client,
-       .demand = demand,
-       .limit = limit,
-       .ttl = ttl,
-       .top_up = top_up},
-      [&](absl::StatusOr<QuotaShare> share) {
-        ASSERT_TRUE(share.ok()) << share.status();
-        out = *share;
-      });
+  allocator.Allocate({.bucket = "d\x1fk=v",
+                      .client = client,
+                      .demand = demand,
+                      .limit = limit,
+                      .ttl = ttl,
+                      .top_up = top_up},
+                     [&](absl::StatusOr<QuotaShare> share) {
+                       ASSERT_TRUE(share.ok()) << share.status();
+                       out = *share;
+                     });
   return out;
 }
 
