@@ -31,6 +31,7 @@ struct ExtraFlags {
   int64_t statsd_flush_ms = 0;
   int64_t grpc_max_connection_age_ms = 0;
   int64_t grpc_max_connection_age_grace_ms = 0;
+  int64_t rlqs_top_up_interval_ms = 1000;
   int64_t redis_startup_max_elapsed_ms = 0;
 };
 
@@ -146,6 +147,12 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
       ->capture_default_str();
   app.add_flag("--rlqs,!--no-rlqs", s.rlqs,
                "Serve the Rate Limit Quota Service on the gRPC listener (gRPC C++ engine only)");
+  app.add_option("--rlqs-top-up-interval-ms", x.rlqs_top_up_interval_ms,
+                 "Ask again this often, between reports, for quota grants held below their share "
+                 "and send those that rose; 0: only at reports")
+      ->envname("SLUICE_RLQS_TOP_UP_INTERVAL_MS")
+      ->check(CLI::Range(int64_t{0}, int64_t{60'000}))
+      ->capture_default_str();
   app.add_option("--grpc-tls-cert", s.grpc_tls_cert, "gRPC TLS certificate, PEM");
   app.add_option("--grpc-tls-key", s.grpc_tls_key, "gRPC TLS key, PEM");
   app.add_option("--grpc-tls-client-ca", s.grpc_tls_client_ca,
@@ -197,6 +204,7 @@ void AddFlags(CLI::App& app, ServerSettings& s, ExtraFlags& x) {
 absl::Status ApplyExtraFlags(const CLI::App& app, const ExtraFlags& x, ServerSettings& s) {
   s.grpc_max_connection_age = std::chrono::milliseconds(x.grpc_max_connection_age_ms);
   s.grpc_max_connection_age_grace = std::chrono::milliseconds(x.grpc_max_connection_age_grace_ms);
+  s.rlqs_top_up_interval = std::chrono::milliseconds(x.rlqs_top_up_interval_ms);
   s.redis_startup_max_elapsed = std::chrono::milliseconds(x.redis_startup_max_elapsed_ms);
   if (app.count("--near-limit-ratio") > 0 && !(s.near_limit_ratio > 0 && s.near_limit_ratio <= 1)) {
     return absl::InvalidArgumentError("--near-limit-ratio: must be in (0, 1]");

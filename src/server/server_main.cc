@@ -339,16 +339,18 @@ int RunServer(const ServerSettings& settings) {
     // Reported requests count in the per-rule counters and on the dashboard, as RLS decisions do.
     rlqs_grpc = std::make_unique<RlqsGrpcService>(
         service, *quota_allocator,
-        RlqsGrpcServiceOptions{.on_usage = [&metrics, &dashboard](const RlqsUsage& u) {
-          metrics.AddRuleStats(absl::string_view(u.domain.data(), u.domain.size()),
-                               absl::string_view(u.stats_key.data(), u.stats_key.size()),
-                               RuleStats{.total_hits = u.allowed + u.denied,
-                                         .within_limit = u.allowed,
-                                         .over_limit = u.denied});
-          if (dashboard) {
-            dashboard->OnQuotaReport(u.domain, u.entries, u.allowed, u.denied, u.limit, u.unit);
-          }
-        }});
+        RlqsGrpcServiceOptions{
+            .top_up_interval = settings.rlqs_top_up_interval,
+            .on_usage = [&metrics, &dashboard](const RlqsUsage& u) {
+              metrics.AddRuleStats(absl::string_view(u.domain.data(), u.domain.size()),
+                                   absl::string_view(u.stats_key.data(), u.stats_key.size()),
+                                   RuleStats{.total_hits = u.allowed + u.denied,
+                                             .within_limit = u.allowed,
+                                             .over_limit = u.denied});
+              if (dashboard) {
+                dashboard->OnQuotaReport(u.domain, u.entries, u.allowed, u.denied, u.limit, u.unit);
+              }
+            }});
     metrics.SetTextSource([&rlqs = *rlqs_grpc] { return rlqs.RenderPrometheus(); });
     spdlog::info("rlqs: serving the rate limit quota service on the gRPC listener");
     grpc_services.push_back(rlqs_grpc.get());

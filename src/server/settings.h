@@ -112,6 +112,8 @@ struct ServerSettings {
   // Serve the Rate Limit Quota Service beside the rate limit service (gRPC C++ engine only;
   // docs/rlqs.md). --no-rlqs turns it off.
   bool rlqs = true;
+  // How often grants held below their share are asked for again between reports; 0: never.
+  std::chrono::milliseconds rlqs_top_up_interval{1000};
 
   // Logging: trace, debug, info, warn, error, critical, off; text or json.
   std::string log_level = "info";

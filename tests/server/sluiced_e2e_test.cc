@@ -220,10 +220,12 @@ TEST(SluicedE2e, RefusesAZeroGrpcInFlightBound) {
   EXPECT_THAT(run->second, HasSubstr("grpc-max-in-flight"));
 }
 
-// Streams per connection below 1 and decision threads beyond 64 are refused at start, by name.
-TEST(SluicedE2e, RefusesOutOfRangeStreamsAndDecisionThreads) {
+// Streams per connection below 1, decision threads beyond 64 and a quota top-up interval beyond
+// a minute are refused at start, by name.
+TEST(SluicedE2e, RefusesOutOfRangeStreamsDecisionThreadsAndTopUps) {
   for (const auto& [flag, value] : {std::pair{"--grpc-max-concurrent-streams", "0"},
-                                    std::pair{"--grpc-decision-threads", "65"}}) {
+                                    std::pair{"--grpc-decision-threads", "65"},
+                                    std::pair{"--rlqs-top-up-interval-ms", "60001"}}) {
     auto run = RunToExit({SLUICED_PATH, "--config", "/nonexistent", flag, value}, 30'000);
     ASSERT_TRUE(run.ok()) << run.status();
     EXPECT_NE(run->first, 0) << flag;
