@@ -19,6 +19,7 @@ local kMaxQuotaClients = 1000
 local kMaxQuotaClientBytes = 64
 local kMinQuotaTtlUs = 1000000
 local kMaxQuotaTtlUs = 60000000
+local kQuotaDeliveryGraceUs = 1000000
 
 local function QuotaShare(keys, args)
   Init()
@@ -129,7 +130,7 @@ local function QuotaShare(keys, args)
   if top_up == '1' and granted <= recs[client][2] then
     granted = recs[client][2]
   else
-    recs[client] = {demand, granted, now + ttl_us}
+    recs[client] = {demand, granted, now + ttl_us + kQuotaDeliveryGraceUs}
   end
   Call('HSET', key, client, Pack(kQuotaRecordFormat, demand, granted, recs[client][3]))
   local last = now

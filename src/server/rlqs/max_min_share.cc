@@ -89,7 +89,8 @@ QuotaShare DecideQuotaShare(QuotaRecords& records, const QuotaReport& report, in
   const uint64_t granted = std::min(fair, free);
   if (!raise_only || granted > mine.granted) {
     mine.granted = granted;
-    mine.ends_us = now_us + std::chrono::microseconds(report.ttl).count();
+    mine.ends_us =
+        now_us + std::chrono::microseconds(report.ttl + kQuotaDeliveryGrace).count();
   }
   share.wanted = fair;
   share.granted = mine.granted;

@@ -37,7 +37,8 @@ std::map<std::string, uint64_t> MaxMinShares(const QuotaRecords& records, uint64
 // Applies `report` (REQUIRES: ValidateQuotaReport() is OK) to `records` at `now_us`: drops the
 // records that ended, records the client's demand, and grants it
 // min(its max-min share, limit - the grants of the other live clients), so the grants that may
-// still be enforced never sum past the limit. The client's record then ends at now + ttl.
+// still be enforced never sum past the limit. The client's record then ends at
+// now + ttl + kQuotaDeliveryGrace.
 // A top-up (report.top_up) of a live record changes it only to raise its grant.
 QuotaShare DecideQuotaShare(QuotaRecords& records, const QuotaReport& report, int64_t now_us);
 

@@ -37,6 +37,9 @@ inline constexpr uint64_t kMaxQuotaLimit = 4294967295;  // as a rule's requests_
 inline constexpr size_t kMaxQuotaClients = 1000;
 inline constexpr std::chrono::seconds kMinQuotaTtl{1};
 inline constexpr std::chrono::seconds kMaxQuotaTtl{60};
+// How long a record outlives the grant it holds: an Envoy starts a grant's TTL when the answer
+// reaches it, after the store decided, so the grant counts this much longer than it is sent for.
+inline constexpr std::chrono::seconds kQuotaDeliveryGrace{1};
 
 // One client's report on one bucket.
 struct QuotaReport {

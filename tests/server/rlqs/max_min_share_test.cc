@@ -124,14 +124,16 @@ TEST(MemoryQuotaAllocator, TopUpOnlyRaisesAGrantHeldBelowItsShare) {
   b = Report(allocator, "b", 30, 10, seconds(15), /*top_up=*/true);
   EXPECT_EQ(b.granted, 5u);
   EXPECT_EQ(b.wanted, 3u);
-  // a's and b's records both end 15 s after t = 2 s, when they were last granted.
-  clock.Advance(seconds(14) - milliseconds(1));
+  // a's and b's records both end 15 s (and the delivery grace) after t = 2 s, when they were
+  // last granted.
+  clock.Advance(seconds(14) + kQuotaDeliveryGrace - milliseconds(1));
   EXPECT_EQ(Report(allocator, "c", 30).clients, 3u);
   clock.Advance(milliseconds(1));
   EXPECT_EQ(Report(allocator, "c", 30).clients, 1u);
 }
 
-// A client that stops reporting keeps its grant, and its demand counts, until its TTL ends;
+// A client that stops reporting keeps its grant, and its demand counts, until its TTL (and the
+// delivery grace: the Envoy started the TTL later than the store) ends;
 // then the others get its share at their next report.
 TEST(MemoryQuotaAllocator, VanishedClientsShareIsRedistributedAfterItsTtl) {
   testing::ManualClock clock;
@@ -142,7 +144,7 @@ TEST(MemoryQuotaAllocator, VanishedClientsShareIsRedistributedAfterItsTtl) {
   EXPECT_EQ(Report(allocator, "a", 30, 10, seconds(3)).granted, 5u);
   EXPECT_EQ(Report(allocator, "b", 30, 10, seconds(3)).granted, 5u);
   // a vanishes. Before its TTL ends, b's grant cannot grow.
-  clock.Advance(milliseconds(2999));
+  clock.Advance(seconds(3) + kQuotaDeliveryGrace - milliseconds(1));
   QuotaShare share = Report(allocator, "b", 30, 10, seconds(3));
   EXPECT_EQ(share.granted, 5u);
   EXPECT_EQ(share.clients, 2u);
