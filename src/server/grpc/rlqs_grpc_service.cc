@@ -190,16 +190,22 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
       // At most the write in flight ahead of a top-up: a client that stops reading is not queued
       // more.
       if (busy_ || finishing_ || outgoing_.size() > 1) return;
+      const std::shared_ptr<const RateLimitConfig> config = impl_.rls.config();
       std::lock_guard buckets_lock(buckets_mu_);
-      for (const auto& [id, state] : buckets_) {
+      for (auto& [id, state] : buckets_) {
         if (!state.top_up) continue;
+        if (state.top_up->config.lock() != config) {
+          state.top_up.reset();  // reloaded: the next report plans the bucket again
+          continue;
+        }
         asks.push_back(Ask{.index = -1,
                            .id = id,
                            .report = state.top_up->report,
                            .unit = state.top_up->unit,
                            .stats_key = state.top_up->stats_key,
                            .domain = state.top_up->domain,
-                           .bucket_id = {}});
+                           .bucket_id = {},
+                           .config = {}});
       }
       if (asks.empty()) return;
       busy_ = true;
@@ -216,6 +222,8 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
     std::chrono::seconds unit{1};
     std::string stats_key;
     std::string domain;
+    // The config the report was planned with: a top-up after a reload would share the old limit.
+    std::weak_ptr<const RateLimitConfig> config;
   };
   struct BucketState {
     std::chrono::steady_clock::time_point last_report;
@@ -231,7 +239,8 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
     std::chrono::seconds unit{1};
     std::string stats_key;
     std::string domain;
-    rlqs::BucketId bucket_id;  // a report's, kept for top-ups
+    rlqs::BucketId bucket_id;                     // a report's, kept for top-ups
+    std::weak_ptr<const RateLimitConfig> config;  // a report's
     absl::StatusOr<QuotaShare> share = absl::UnknownError("unanswered");
   };
   struct Outgoing {
@@ -345,7 +354,8 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
                          .unit = plan.unit,
                          .stats_key = plan.stats_key,
                          .domain = report_.domain(),
-                         .bucket_id = usage.bucket_id()});
+                         .bucket_id = usage.bucket_id(),
+                         .config = config});
     }
     buckets_lock.unlock();
     if (asks.empty()) {
@@ -409,7 +419,8 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
                                 .bucket_id = std::move(ask.bucket_id),
                                 .unit = ask.unit,
                                 .stats_key = ask.stats_key,
-                                .domain = ask.domain};
+                                .domain = ask.domain,
+                                .config = ask.config};
         }
         BucketAction* action = nullptr;
         if (top_up && send) {

@@ -408,6 +408,27 @@ TEST(RlqsGrpcService, AGrantHeldBelowItsShareIsToppedUpBetweenReports) {
   EXPECT_TRUE(b.Close().ok());
 }
 
+// A top-up re-asks with the limit its report was planned with; after a config reload it is
+// dropped, and the client's next report plans the bucket under the new config.
+TEST(RlqsGrpcService, AConfigReloadDropsPendingTopUps) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock);
+  Client a(sluiced.channel, "a");
+  Client b(sluiced.channel, "b");
+  EXPECT_EQ(ReportApi(a, 30, 0, 0), 10);
+  EXPECT_EQ(ReportApi(b, 30, 0, 0), 0);  // held below its share of 5: a top-up is pending
+  const ConfigSource source{.name = "quota.yaml", .content = kConfig};
+  sluiced.service->SetConfig(*ParseRateLimitConfig({&source, 1}));
+  clock.Advance(seconds(5));
+  EXPECT_EQ(ReportApi(a, 30, 10, 5), 5);
+  sluiced.rlqs_service->TopUp();
+  EXPECT_EQ(sluiced.rlqs_service->Stats().top_up_rounds, 0u);
+  EXPECT_EQ(ReportApi(b, 30, 0, 5), 5);
+  EXPECT_TRUE(a.Close().ok());
+  EXPECT_TRUE(b.Close().ok());
+}
+
 // The service tops up on its own every top_up_interval.
 TEST(RlqsGrpcService, TopUpsRunEveryInterval) {
   testing::ManualClock clock;
