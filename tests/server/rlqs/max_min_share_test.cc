@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,48 @@ TEST(MemoryQuotaAllocator, VanishedClientsShareIsRedistributedAfterItsTtl) {
   share = Report(allocator, "b", 30, 10, seconds(3));
   EXPECT_EQ(share.granted, 10u);
   EXPECT_EQ(share.clients, 1u);
+}
+
+// Random reports and top-ups from six clients, with time moving by random steps: what the
+// clients enforce (the last grant each was sent, a top-up's only when it rose, until its TTL
+// ends) never sums past the limit, and every client held below its share is eventually raised.
+TEST(MemoryQuotaAllocator, GrantsSentByReportsAndTopUpsNeverSumPastTheLimit) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  constexpr uint64_t kLimit = 20;
+  struct Enforced {
+    uint64_t grant = 0;
+    std::chrono::steady_clock::time_point ends{};
+    uint64_t demand = 0;
+    seconds ttl{1};
+    bool reported = false;
+  };
+  std::vector<Enforced> clients(6);
+  std::mt19937_64 rng(22);
+  int raised = 0;
+  for (int step = 0; step < 5000; ++step) {
+    const size_t i = std::uniform_int_distribution<size_t>(0, clients.size() - 1)(rng);
+    Enforced& c = clients[i];
+    const bool top_up = c.reported && std::uniform_int_distribution<int>(0, 1)(rng) == 0;
+    if (!top_up) {
+      c.demand = std::uniform_int_distribution<uint64_t>(0, 2 * kLimit)(rng);
+      c.ttl = seconds(std::uniform_int_distribution<int>(1, 4)(rng));
+      c.reported = true;
+    }
+    const QuotaShare share = Report(allocator, std::to_string(i), c.demand, kLimit, c.ttl, top_up);
+    if (!top_up || share.granted > c.grant) {
+      if (top_up) ++raised;
+      c.grant = share.granted;
+      c.ends = clock.Now() + c.ttl;  // the Envoy's TTL, from when it got the answer
+    }
+    uint64_t enforced = 0;
+    for (const Enforced& e : clients) {
+      if (e.ends > clock.Now()) enforced += e.grant;
+    }
+    ASSERT_LE(enforced, kLimit) << "step " << step;
+    clock.Advance(milliseconds(std::uniform_int_distribution<int>(0, 700)(rng)));
+  }
+  EXPECT_GT(raised, 50);  // top-ups raised grants, not only left them
 }
 
 TEST(MemoryQuotaAllocator, FullBucketGrantsNewcomersNothingAndKeepsNoRecord) {
