@@ -348,14 +348,19 @@ GrpcServerStats GrpcServer::Stats() const {
 }
 
 void GrpcServer::Stop() {
-  if (impl_ != nullptr && impl_->h2 != nullptr) {
-    impl_->h2->Stop();
+  // Every call a service still holds, waited for once the engine no longer starts new ones: a
+  // reactor's OnDone() may run after gRPC C++'s Wait() returns, and touches its service.
+  auto wait_for_services = [this] {
     for (GrpcService* service : services_) {
       if (!service->WaitIdle(std::chrono::seconds(10))) {
-        spdlog::error("grpc: {} decisions still in flight after 10 s; stopping anyway",
+        spdlog::error("grpc: {} calls still in flight after 10 s; stopping anyway",
                       service->CallStats().in_flight);
       }
     }
+  };
+  if (impl_ != nullptr && impl_->h2 != nullptr) {
+    impl_->h2->Stop();
+    wait_for_services();
     impl_.reset();
     return;
   }
@@ -370,6 +375,7 @@ void GrpcServer::Stop() {
   }
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   impl_->server->Wait();
+  wait_for_services();
   impl_.reset();
 }
 
