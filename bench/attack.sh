@@ -26,6 +26,7 @@
 # $RESULTS_DIR/attack-<UTC time>.csv (RESULTS_DIR defaults to bench/results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BUILD_DIR=${1:-build}
 ATTACK=${ATTACK_SECONDS:-5}
 AFTER=${AFTER_SECONDS:-5}
@@ -35,7 +36,6 @@ TOOL="$BUILD_DIR/bench/attack_load"
 for b in "$SLUICED" "$LOAD" "$TOOL"; do [ -x "$b" ] || { echo "build $b first"; exit 1; }; done
 command -v redis-server >/dev/null || { echo "redis-server is needed"; exit 1; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 now_ms() { date +%s%3N; }
 WORK=$(mktemp -d)
 PIDS=()

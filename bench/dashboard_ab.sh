@@ -11,19 +11,18 @@
 # ratio of two CPU times a few percent apart.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BUILD_DIR=${1:-build}
 SECS=${SECONDS_PER_RUN:-8}
 SLUICED="$BUILD_DIR/src/server/sluiced"
 LOAD="$BUILD_DIR/bench/rls_load"
 for b in "$SLUICED" "$LOAD"; do [ -x "$b" ] || { echo "build $b first"; exit 1; }; done
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 WORK=$(mktemp -d)
 SLUICED_PID=
 cleanup() { [ -n "$SLUICED_PID" ] && kill "$SLUICED_PID" 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 CLK=$(getconf CLK_TCK)
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # run ON_OR_OFF: one sluiced, one load run; appends "which cpu_us_per_decision decisions_per_s".
 run() {

@@ -14,6 +14,7 @@
 # SLUICED_FLAGS (extra flags for sluiced).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BUILD_DIR=${1:-build}
 MODE=${2:-grpc}
 SECS=${SECONDS_PER_RUN:-5}
@@ -27,13 +28,11 @@ case "$MODE" in
 esac
 for b in "$SLUICED" "$LOAD" "$FLOOR"; do [ -x "$b" ] || { echo "build $b first"; exit 1; }; done
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 WORK=$(mktemp -d)
 PID=
 cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
 CLK=$(getconf CLK_TCK)
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 start() {  # h2|raw|beast|sluiced -> PID, PORT (the port the load goes to)
   PORT=$(free_port)

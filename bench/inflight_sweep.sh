@@ -32,6 +32,7 @@
 # ../shared/peer-bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BUILD_DIR=${1:-build}
 INFLIGHTS=${INFLIGHTS:-1 4 16 64 256}
 ROUNDS=${ROUNDS:-3}
@@ -71,8 +72,6 @@ else
 fi
 
 CLK=$(getconf CLK_TCK)
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-json() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d.get(sys.argv[2], ""))' "$1" "$2"; }
 
 mkdir -p "$RESULTS_DIR"
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)

@@ -20,6 +20,7 @@
 # The server is pinned to CPU 0 and wrk to CPU 1 when the machine has two cores or more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BUILD_DIR=${1:-build-release}
 SECS=${SECONDS_PER_RUN:-10}
 CONNECTIONS=${CONNECTIONS:-32}
@@ -42,9 +43,6 @@ SERVER_CPU=(); WRK_CPU=()
 if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
   SERVER_CPU=(taskset -c 0); WRK_CPU=(taskset -c 1)
 fi
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 VARIANTS=(no-limits one-limit three-limits no-headers)
 # variant_args VARIANT: sets ARGS to the server flags of VARIANT.
 variant_args() {

@@ -14,6 +14,7 @@
 # $RESULTS_DIR/redis_bench-<UTC time>.csv (RESULTS_DIR defaults to bench/results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BUILD_DIR=${1:-build}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-8}
 PEER_DIR=${SLUICE_PEER_BENCH:-../shared/peer-bench}
@@ -37,7 +38,6 @@ echo "stamp,redis_version,what,algorithm,inflight,decisions_per_s,p50_us,p99_us,
 csv_row() {  # WHAT ALGORITHM INFLIGHT RATE P50 P99 CLIENT RATIO (empty: not measured)
   echo "$STAMP,$REDIS_VERSION,$1,$2,$3,$4,$5,$6,$7,$8,$(cut -d' ' -f1 /proc/loadavg)" >>"$CSV"
 }
-json() { python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get(sys.argv[2], ""))' "$1" "$2"; }
 
 ceiling() {  # algorithm
   # Each algorithm has its own function (docs/redis.md, "Cost per call"), called as the store

@@ -12,6 +12,7 @@
 # $RESULTS_DIR/rlqs_bench-<UTC time>.csv (RESULTS_DIR defaults to bench/results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BUILD_DIR=${1:-build}
 SLUICED="$BUILD_DIR/src/server/sluiced"
 LOAD="$BUILD_DIR/bench/rlqs_load"
@@ -33,7 +34,6 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mkdir -p "$WORK/config"
 cat >"$WORK/config/rlqs.yaml" <<'EOF'
 domain: rlqs-bench
@@ -68,8 +68,6 @@ start_sluiced() {  # STORE -> GRPC_PORT SLUICED_PID
   exit 1
 }
 CLK=$(getconf CLK_TCK)
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-field() { sed "s/.*\"$1\":\([0-9.]*\).*/\1/"; }
 # per_report PID TICKS_BEFORE BUCKET_REPORTS -> microseconds of that process's CPU per bucket report
 per_report() { python3 -c "print(f'{($(ticks "$1") - $2) * 1e6 / $CLK / max(1, $3):.1f}')"; }
 

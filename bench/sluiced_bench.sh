@@ -30,6 +30,7 @@
 # ROUNDS times, and it prints each path's median sluiced CPU per decision for both and their ratio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BUILD_DIR=${1:-build}
 SECS=${SECONDS_PER_RUN:-8}
 INFLIGHT=${INFLIGHT:-64}
@@ -39,7 +40,6 @@ LOAD="$BUILD_DIR/bench/rls_load"
 STORE_LOAD="$BUILD_DIR/bench/redis_store_load"
 for b in "$SLUICED" "$LOAD" "$STORE_LOAD"; do [ -x "$b" ] || { echo "build $b first"; exit 1; }; done
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
@@ -54,7 +54,6 @@ echo "stamp,redis_version,what,store,protocol,inflight,decisions_per_s,p50_us,p9
 csv_row() {
   echo "$STAMP,$REDIS_VERSION,$1,$2,$3,$4,$5,$6,$7,$8,$9,${10},$(cut -d' ' -f1 /proc/loadavg)" >>"$CSV"
 }
-json() { python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get(sys.argv[2], ""))' "$1" "$2"; }
 
 RPORT=$(free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" \
@@ -75,9 +74,7 @@ start_sluiced() {  # store [binary] -> sets HTTP_PORT GRPC_PORT SLUICED_PID
   echo "sluiced did not start:"; cat "$WORK/sluiced.log"; exit 1
 }
 rate() { sed 's/.*"decisions_per_s":\([0-9.]*\).*/\1/'; }
-field() { sed "s/.*\"$1\":\([0-9.]*\).*/\1/"; }
 CLK=$(getconf CLK_TCK)
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # cpu_per_decision PID TICKS_BEFORE DECISIONS -> microseconds of that process's CPU per decision
 cpu_per_decision() {
   python3 -c "print(f'{($(ticks "$1") - $2) * 1e6 / $CLK / max(1, $3):.1f}')"

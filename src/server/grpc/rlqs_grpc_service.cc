@@ -291,8 +291,7 @@ class Stream final : public grpc::ServerBidiReactor<Reports, Response> {
       std::vector<std::pair<std::string, std::string>> entries(usage.bucket_id().bucket().begin(),
                                                                usage.bucket_id().bucket().end());
       std::sort(entries.begin(), entries.end());
-      std::string id = report_.domain();
-      for (const auto& [k, v] : entries) absl::StrAppend(&id, "\x1f", k, "=", v);
+      std::string id = QuotaBucketName(report_.domain(), entries);
       const QuotaBucketPlan plan = config != nullptr
                                        ? PlanQuotaBucket(*config, report_.domain(), entries)
                                        : QuotaBucketPlan{};

@@ -6,6 +6,32 @@
 #include "src/server/rlqs/quota_allocator.h"
 
 namespace sluice {
+namespace {
+
+template <typename Entries, typename KeyValue>
+std::string BucketName(std::string_view domain, const Entries& entries, KeyValue key_value) {
+  std::string name(domain);
+  for (const auto& entry : entries) {
+    const auto [key, value] = key_value(entry);
+    name.append("\x1f").append(key).append("=").append(value);
+  }
+  return name;
+}
+
+}  // namespace
+
+std::string QuotaBucketName(std::string_view domain,
+                            std::span<const std::pair<std::string, std::string>> entries) {
+  return BucketName(domain, entries, [](const auto& e) {
+    return std::pair<std::string_view, std::string_view>(e.first, e.second);
+  });
+}
+
+std::string QuotaBucketName(std::string_view domain, std::span<const DescriptorEntry> entries) {
+  return BucketName(domain, entries, [](const DescriptorEntry& e) {
+    return std::pair<std::string_view, std::string_view>(e.key, e.value);
+  });
+}
 
 QuotaBucketPlan PlanQuotaBucket(const RateLimitConfig& config, std::string_view domain,
                                 std::vector<std::pair<std::string, std::string>> entries) {
@@ -20,10 +46,7 @@ QuotaBucketPlan PlanQuotaBucket(const RateLimitConfig& config, std::string_view 
     if (match) {
       // counter_entries view `descriptor`'s strings (owned by `entries`, unchanged until the
       // next permutation): build the key now.
-      plan.bucket_key = std::string(domain);
-      for (const DescriptorEntry& e : match->counter_entries) {
-        plan.bucket_key.append("\x1f").append(e.key).append("=").append(e.value);
-      }
+      plan.bucket_key = QuotaBucketName(domain, match->counter_entries);
       break;
     }
   } while (std::next_permutation(entries.begin(), entries.end()));

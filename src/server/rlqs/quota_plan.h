@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,6 +42,15 @@ struct QuotaBucketPlan {
   // The unit of `limit` (unit x unit_multiplier), whole seconds, at least 1 s.
   std::chrono::seconds unit{1};
 };
+
+// QuotaBucketName()
+//
+// Returns "domain\x1fk=v\x1fk=v...": the name of a bucket by its entries in the given order. The
+// stream keys its per-bucket state by the reported entries (sorted); a plan's bucket_key, the
+// allocator's bucket, is the rule's counter entries.
+std::string QuotaBucketName(std::string_view domain,
+                            std::span<const std::pair<std::string, std::string>> entries);
+std::string QuotaBucketName(std::string_view domain, std::span<const DescriptorEntry> entries);
 
 // PlanQuotaBucket()
 //
