@@ -8,7 +8,8 @@
 # Envoys) of BUCKETS buckets (default 100) reporting every second for SECONDS (default 10): the
 # CPU each process spent (from /proc, in clock ticks) per bucket report; then one stream of 1,000
 # buckets reporting every 5 s (Envoy's interval) for 15 s: the latency of each whole report, which
-# must stay far below the 5 s interval. The table goes to stdout and one CSV row per run to
+# must stay far below the 5 s interval. Top-ups are off: rlqs_load reads one answer per report, and
+# a top-up costs what a report of its buckets does (docs/rlqs.md, "Top-ups"). The table goes to stdout and one CSV row per run to
 # $RESULTS_DIR/rlqs_bench-<UTC time>.csv (RESULTS_DIR defaults to bench/results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,7 +57,8 @@ start_sluiced() {  # STORE -> GRPC_PORT SLUICED_PID
   http=$(free_port)
   GRPC_PORT=$(free_port)
   "$SLUICED" --config "$WORK/config" --store "$1" --http "127.0.0.1:$http" \
-    --grpc "127.0.0.1:$GRPC_PORT" --log-level warn --drain-ms 0 >"$WORK/sluiced.log" 2>&1 &
+    --grpc "127.0.0.1:$GRPC_PORT" --log-level warn --drain-ms 0 --rlqs-top-up-interval-ms 0 \
+    >"$WORK/sluiced.log" 2>&1 &
   SLUICED_PID=$!
   PIDS+=("$SLUICED_PID")
   for _ in $(seq 100); do

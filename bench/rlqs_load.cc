@@ -89,6 +89,10 @@ void RunStream(const Options& o, int index, Clock::time_point end, Totals& total
     std::this_thread::sleep_until(next);
   }
   stream->WritesDone();
+  // Whatever the server still sends (an answer to a report abandoned by the deadline, a top-up)
+  // is read before the status.
+  for (rlqs::RateLimitQuotaResponse unread; stream->Read(&unread);) {
+  }
   const grpc::Status status = stream->Finish();
   if (!status.ok() && errors == 0) ++errors;
   std::lock_guard lock(totals.mu);
