@@ -3,7 +3,7 @@
 // uniform and skewed phases, and report every 5 s as Envoy's rate_limit_quota filter does
 // (counts of allowed and denied, the first report at the first request). Time is simulated in
 // 1 ms steps; the allocation is the memory allocator's (the same rule as the Redis script), and
-// the demand measurement, TTLs and top-ups are the service's (rlqs_grpc_service.cc). An Envoy
+// the demand measurement, TTLs and top-ups are the service's (rlqs_stream.cc). An Envoy
 // applies an assignment as its filter does (global_client_impl.cc upstream): an unchanged token
 // bucket carries over, a changed one starts as full as the old one was (the same ratio of tokens
 // to max_tokens), and the first one, or one after a blanket rule, starts full. Prints one CSV row

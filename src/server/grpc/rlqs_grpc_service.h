@@ -132,7 +132,7 @@ class RlqsGrpcService final : public GrpcService {
   // The service's families in the Prometheus text format (Metrics::SetTextSource()).
   std::string RenderPrometheus() const;
 
-  // The service's state, shared with its streams (rlqs_grpc_service.cc only).
+  // The service's state, shared with its streams (rlqs_grpc_service_impl.h).
   struct Impl;
 
  private:
