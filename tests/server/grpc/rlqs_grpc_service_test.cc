@@ -161,6 +161,29 @@ int64_t ReportApi(Client& client, int demand, int64_t last_grant, int interval_s
   return response.bucket_action_size() == 1 ? Rate(response.bucket_action(0)) : -3;
 }
 
+// Tests with a real redis-server of their own and a Redis allocator on it; skipped without one.
+class RlqsOnRedisTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<testing::RedisServer>> redis = testing::RedisServer::Start();
+    if (!redis.ok()) GTEST_SKIP() << "no redis-server: " << redis.status();
+    redis_ = *std::move(redis);
+    absl::StatusOr<StoreUrl> url = ParseStoreUrl(redis_->Url());
+    ASSERT_TRUE(url.ok());
+    auto client = RedisClient::Create(
+        {.endpoint = testing::EndpointOf(*url), .command_timeout = milliseconds(2000)});
+    ASSERT_TRUE(client.ok()) << client.status();
+    redis_client_ = std::shared_ptr<RedisClient>(*std::move(client));
+    ASSERT_TRUE(redis_client_->WaitForConnection(milliseconds(5000)).ok());
+    allocator_ = std::make_unique<RedisQuotaAllocator>(
+        redis_client_, RedisQuotaAllocatorOptions{.timeout = milliseconds(2000)});
+  }
+
+  std::unique_ptr<testing::RedisServer> redis_;
+  std::shared_ptr<RedisClient> redis_client_;
+  std::unique_ptr<RedisQuotaAllocator> allocator_;
+};
+
 TEST(RlqsGrpcService, AssignsTokenBucketsBlanketRulesAndAbandonsUnknownBuckets) {
   testing::ManualClock clock;
   MemoryQuotaAllocator allocator(clock);
@@ -317,16 +340,9 @@ TEST(RlqsGrpcService, StreamsPastTheBoundAreRefused) {
 // every 5 s of the manual clock (time_elapsed 0 first): the live grants never sum past 10 and
 // converge to the max-min shares 4, 3, 3. Then the big client closes its stream: after its TTL,
 // the others get its share within two reports.
-TEST(RlqsGrpcService, TwoSluicedOnOneRedisShareMaxMinFairly) {
-  absl::StatusOr<std::unique_ptr<testing::RedisServer>> redis = testing::RedisServer::Start();
-  if (!redis.ok()) GTEST_SKIP() << "no redis-server: " << redis.status();
-  absl::StatusOr<StoreUrl> url = ParseStoreUrl((*redis)->Url());
-  ASSERT_TRUE(url.ok());
-  auto redis_client = std::shared_ptr<RedisClient>(*RedisClient::Create(
-      {.endpoint = testing::EndpointOf(*url), .command_timeout = milliseconds(2000)}));
-  ASSERT_TRUE(redis_client->WaitForConnection(milliseconds(5000)).ok());
+TEST_F(RlqsOnRedisTest, TwoSluicedOnOneRedisShareMaxMinFairly) {
   // The grants' TTLs run on Redis TIME; the demand measurement on the manual clock.
-  RedisQuotaAllocator allocator(redis_client, {.timeout = milliseconds(2000)});
+  RedisQuotaAllocator& allocator = *allocator_;
   testing::ManualClock clock;
   Sluiced one(allocator, clock);
   Sluiced two(allocator, clock);
@@ -365,15 +381,8 @@ TEST(RlqsGrpcService, TwoSluicedOnOneRedisShareMaxMinFairly) {
 
 // A grant held below its share is topped up between reports, on the other sluiced, as soon as
 // the grant in its way shrinks, and sent unasked; a top-up that cannot raise it sends nothing.
-TEST(RlqsGrpcService, AGrantHeldBelowItsShareIsToppedUpBetweenReports) {
-  absl::StatusOr<std::unique_ptr<testing::RedisServer>> redis = testing::RedisServer::Start();
-  if (!redis.ok()) GTEST_SKIP() << "no redis-server: " << redis.status();
-  absl::StatusOr<StoreUrl> url = ParseStoreUrl((*redis)->Url());
-  ASSERT_TRUE(url.ok());
-  auto redis_client = std::shared_ptr<RedisClient>(*RedisClient::Create(
-      {.endpoint = testing::EndpointOf(*url), .command_timeout = milliseconds(2000)}));
-  ASSERT_TRUE(redis_client->WaitForConnection(milliseconds(5000)).ok());
-  RedisQuotaAllocator allocator(redis_client, {.timeout = milliseconds(2000)});
+TEST_F(RlqsOnRedisTest, AGrantHeldBelowItsShareIsToppedUpBetweenReports) {
+  RedisQuotaAllocator& allocator = *allocator_;
   testing::ManualClock clock;
   Sluiced one(allocator, clock);
   Sluiced two(allocator, clock);
@@ -451,15 +460,8 @@ TEST(RlqsGrpcService, TopUpsRunEveryInterval) {
 // Four Envoys on two sluiced over one Redis, each demanding ten times the 10/s limit: at every
 // report the live grants sum to at most 10, and so do their buckets' max_tokens (a full bucket on
 // every Envoy at once cannot burst past one unit's budget); in the end they hold equal shares.
-TEST(RlqsGrpcService, TenTimesTheLimitFromFourEnvoysNeverGrantsPastIt) {
-  absl::StatusOr<std::unique_ptr<testing::RedisServer>> redis = testing::RedisServer::Start();
-  if (!redis.ok()) GTEST_SKIP() << "no redis-server: " << redis.status();
-  absl::StatusOr<StoreUrl> url = ParseStoreUrl((*redis)->Url());
-  ASSERT_TRUE(url.ok());
-  auto redis_client = std::shared_ptr<RedisClient>(*RedisClient::Create(
-      {.endpoint = testing::EndpointOf(*url), .command_timeout = milliseconds(2000)}));
-  ASSERT_TRUE(redis_client->WaitForConnection(milliseconds(5000)).ok());
-  RedisQuotaAllocator allocator(redis_client, {.timeout = milliseconds(2000)});
+TEST_F(RlqsOnRedisTest, TenTimesTheLimitFromFourEnvoysNeverGrantsPastIt) {
+  RedisQuotaAllocator& allocator = *allocator_;
   testing::ManualClock clock;
   Sluiced one(allocator, clock);
   Sluiced two(allocator, clock);
@@ -543,15 +545,8 @@ TEST(RlqsGrpcService, AClosedStreamsShareIsRedistributedAfterItsTtl) {
 // sluiced restarts on the same address over the same Redis: the Envoy reconnects and is assigned
 // again at once: it reports as the same client, so its new grant replaces its old one instead of
 // waiting for it to expire.
-TEST(RlqsGrpcService, AfterARestartClientsReconnectAndAreAssignedAgain) {
-  absl::StatusOr<std::unique_ptr<testing::RedisServer>> redis = testing::RedisServer::Start();
-  if (!redis.ok()) GTEST_SKIP() << "no redis-server: " << redis.status();
-  absl::StatusOr<StoreUrl> url = ParseStoreUrl((*redis)->Url());
-  ASSERT_TRUE(url.ok());
-  auto redis_client = std::shared_ptr<RedisClient>(*RedisClient::Create(
-      {.endpoint = testing::EndpointOf(*url), .command_timeout = milliseconds(2000)}));
-  ASSERT_TRUE(redis_client->WaitForConnection(milliseconds(5000)).ok());
-  RedisQuotaAllocator allocator(redis_client, {.timeout = milliseconds(2000)});
+TEST_F(RlqsOnRedisTest, AfterARestartClientsReconnectAndAreAssignedAgain) {
+  RedisQuotaAllocator& allocator = *allocator_;
   testing::ManualClock clock;
   absl::StatusOr<int> port = testing::FreeLoopbackPort();
   ASSERT_TRUE(port.ok());
