@@ -9,15 +9,17 @@
 // to max_tokens), and the first one, or one after a blanket rule, starts full. Prints one CSV row
 // per second (t, demand, min(demand, limit), admitted, live grants) and a summary per phase.
 //
-//   rlqs_accuracy [--full-on-change] [--no-top-ups]
+//   rlqs_accuracy [--full-on-change] [--no-top-ups] [--top-up-ms N]
 //     --full-on-change  every changed token bucket starts full (a client that does not carry
 //                       tokens over, the worst case)
 //     --no-top-ups      the server answers reports only
+//     --top-up-ms N     top-ups every N ms (default 1000, sluiced's default)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -49,7 +51,6 @@ std::vector<std::vector<double>> Phases() {
   return {uniform, skewed, under, two_big};
 }
 
-constexpr int kTopUpMs = 1000;
 
 struct Envoy {
   double tokens = 0;
@@ -72,9 +73,11 @@ struct Envoy {
 
 int main(int argc, char** argv) {
   bool full_on_change = false, top_ups = true;
+  int top_up_ms = 1000;
   for (int a = 1; a < argc; ++a) {
     if (std::strcmp(argv[a], "--full-on-change") == 0) full_on_change = true;
     if (std::strcmp(argv[a], "--no-top-ups") == 0) top_ups = false;
+    if (std::strcmp(argv[a], "--top-up-ms") == 0 && a + 1 < argc) top_up_ms = std::atoi(argv[++a]);
   }
   sluice::testing::ManualClock clock;
   sluice::MemoryQuotaAllocator allocator(clock);
@@ -93,7 +96,7 @@ int main(int argc, char** argv) {
                         .ttl = e.ttl,
                         .top_up = top_up},
                        [&](absl::StatusOr<QuotaShare> s) { share = *s; });
-    e.next_top_up_ms = share.granted < share.wanted ? now + kTopUpMs : -1;
+    e.next_top_up_ms = share.granted < share.wanted ? now + top_up_ms : -1;
     if (top_up && share.granted <= e.rate) return;
     if (!e.assigned || e.rate == 0 || (full_on_change && share.granted != e.rate)) {
       e.tokens = static_cast<double>(share.granted);  // a first (or post-DENY_ALL) bucket
