@@ -5,13 +5,17 @@
 // 1 ms steps; the allocation is the memory allocator's (the same rule as the Redis script), and
 // the demand measurement, TTLs and top-ups are the service's (rlqs_stream.cc). An Envoy
 // applies an assignment as its filter does (global_client_impl.cc upstream): an unchanged token
-// bucket carries over, a changed one starts as full as the old one was (the same ratio of tokens
-// to max_tokens), and the first one, or one after a blanket rule, starts full. Prints one CSV row
-// per second (t, demand, min(demand, limit), admitted, live grants) and a summary per phase.
+// bucket carries over; a changed one starts full if the old one held at least about one token
+// (upstream passes max_tokens x the old fill ratio, in whole tokens, where the token bucket takes
+// only "start full?"), else empty; the first one, or one after a blanket rule, starts full. Prints
+// one CSV row per second (t, demand, min(demand, limit), admitted, live grants) and a summary per
+// phase.
 //
-//   rlqs_accuracy [--full-on-change] [--no-top-ups] [--top-up-ms N]
+//   rlqs_accuracy [--full-on-change | --keep-ratio] [--no-top-ups] [--top-up-ms N]
 //     --full-on-change  every changed token bucket starts full (a client that does not carry
 //                       tokens over, the worst case)
+//     --keep-ratio      a changed token bucket starts at the old one's fill ratio
+//     --grow-capacity   max_tokens = the grant always, also when a saturated client's grant rises
 //     --no-top-ups      the server answers reports only
 //     --top-up-ms N     top-ups every N ms (default 1000, sluiced's default)
 #include <algorithm>
@@ -25,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "src/server/rlqs/max_min_share.h"
 #include "src/server/rlqs/memory_quota_allocator.h"
 #include "tests/testing/manual_clock.h"
 
@@ -51,11 +56,13 @@ std::vector<std::vector<double>> Phases() {
   return {uniform, skewed, under, two_big};
 }
 
-
 struct Envoy {
   double tokens = 0;
-  uint64_t rate = 0;  // tokens per second; 0: deny all
+  uint64_t rate = 0;      // tokens per second; 0: deny all
+  uint64_t capacity = 0;  // max_tokens
   bool assigned = false;
+  // Whether its last report had denials (the server's view: held at its grant).
+  bool saturated = false;
   // The server's side: the last reported demand and TTL, and when it next tops the grant up
   // (while the grant is below what the client wanted; -1: not due).
   uint64_t demand = 0;
@@ -72,10 +79,12 @@ struct Envoy {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool full_on_change = false, top_ups = true;
+  bool full_on_change = false, keep_ratio = false, top_ups = true, grow_capacity = false;
   int top_up_ms = 1000;
   for (int a = 1; a < argc; ++a) {
     if (std::strcmp(argv[a], "--full-on-change") == 0) full_on_change = true;
+    if (std::strcmp(argv[a], "--keep-ratio") == 0) keep_ratio = true;
+    if (std::strcmp(argv[a], "--grow-capacity") == 0) grow_capacity = true;
     if (std::strcmp(argv[a], "--no-top-ups") == 0) top_ups = false;
     if (std::strcmp(argv[a], "--top-up-ms") == 0 && a + 1 < argc) top_up_ms = std::atoi(argv[++a]);
   }
@@ -98,11 +107,25 @@ int main(int argc, char** argv) {
                        [&](absl::StatusOr<QuotaShare> s) { share = *s; });
     e.next_top_up_ms = share.granted < share.wanted ? now + top_up_ms : -1;
     if (top_up && share.granted <= e.rate) return;
-    if (!e.assigned || e.rate == 0 || (full_on_change && share.granted != e.rate)) {
-      e.tokens = static_cast<double>(share.granted);  // a first (or post-DENY_ALL) bucket
-    } else if (share.granted != e.rate) {
-      e.tokens = static_cast<double>(share.granted) * (e.tokens / static_cast<double>(e.rate));
+    // max_tokens as the service sets it (QuotaMaxTokens()).
+    const uint64_t capacity =
+        grow_capacity
+            ? share.granted
+            : sluice::QuotaMaxTokens(share.granted, e.rate == 0 ? 0 : e.capacity, e.saturated);
+    const bool changed = share.granted != e.rate || capacity != e.capacity;
+    if (!e.assigned || e.rate == 0 || (full_on_change && changed)) {
+      e.tokens = static_cast<double>(capacity);  // a first (or post-DENY_ALL) bucket
+    } else if (changed) {
+      // Upstream computes the new bucket's tokens as max_tokens x the old fill ratio, in whole
+      // tokens, and hands that to a token bucket that takes only "start full?": full from one
+      // whole token on, else empty. --keep-ratio: the ratio itself, as the code means it.
+      const double ratio = e.tokens / static_cast<double>(e.capacity);
+      const double kept = std::floor(static_cast<double>(capacity) * ratio);
+      e.tokens = keep_ratio  ? static_cast<double>(capacity) * ratio
+                 : kept >= 1 ? static_cast<double>(capacity)
+                             : 0;
     }
+    e.capacity = capacity;
     e.rate = share.granted;
     e.assigned = true;
     e.expires_ms = now + share.ttl.count() * 1000;
@@ -110,6 +133,8 @@ int main(int argc, char** argv) {
   std::printf("t,demand,target,admitted,granted\n");
   const int total_ms = kPhaseSeconds * static_cast<int>(phases.size()) * 1000;
   std::vector<double> admitted_per_s(total_ms / 1000, 0), target_per_s(total_ms / 1000, 0);
+  // Whether every Envoy held its max-min share of the phase's demands at the end of each second.
+  std::vector<bool> at_shares(total_ms / 1000, false);
   uint64_t admitted_this_second = 0;
   for (int64_t now = 0; now < total_ms; ++now) {
     const auto& demand = phases[now / (kPhaseSeconds * 1000)];
@@ -127,6 +152,7 @@ int main(int argc, char** argv) {
         }
         e.demand = measured;
         e.ttl = sluice::QuotaTtl(milliseconds(interval_ms));
+        e.saturated = e.denied > 0;
         apply(e, i, /*top_up=*/false, now);
         e.allowed = e.denied = 0;
         e.last_report_ms = now;
@@ -134,7 +160,7 @@ int main(int argc, char** argv) {
       }
       if (top_ups && now == e.next_top_up_ms) apply(e, i, /*top_up=*/true, now);
       if (e.assigned && now >= e.expires_ms) e.rate = 0;  // expired: deny (a strict fallback)
-      e.tokens = std::min(static_cast<double>(e.rate), e.tokens + e.rate / 1000.0);
+      e.tokens = std::min(static_cast<double>(e.capacity), e.tokens + e.rate / 1000.0);
       e.arrivals += demand[i] / 1000.0;
       while (e.arrivals >= 1) {
         e.arrivals -= 1;
@@ -157,6 +183,14 @@ int main(int argc, char** argv) {
       const int second = static_cast<int>(now / 1000);
       admitted_per_s[second] = static_cast<double>(admitted_this_second);
       target_per_s[second] = target;
+      sluice::internal::QuotaRecords records;
+      for (int i = 0; i < kEnvoys; ++i) {
+        records[std::to_string(i)].demand = static_cast<uint64_t>(std::ceil(demand[i]));
+      }
+      const auto shares = sluice::internal::MaxMinShares(records, kLimit);
+      at_shares[second] = std::all_of(
+          envoys.begin(), envoys.end(),
+          [&, i = 0](const Envoy& e) mutable { return e.rate == shares.at(std::to_string(i++)); });
       std::printf("%d,%.0f,%.0f,%llu,%llu\n", second + 1, total_demand, target,
                   static_cast<unsigned long long>(admitted_this_second),
                   static_cast<unsigned long long>(granted));
@@ -164,7 +198,8 @@ int main(int argc, char** argv) {
     }
   }
   // Per phase: the most admitted in one second, the steady-state ratio (after 15 s, three report
-  // intervals), and the seconds after the shift until every later second is within 5 % of target.
+  // intervals), the seconds after the shift until every Envoy holds its max-min share for good,
+  // and until every later second's admitted count is within 5 % of target.
   for (size_t p = 0; p < phases.size(); ++p) {
     const int begin = static_cast<int>(p) * kPhaseSeconds;
     double peak = 0, sum = 0, target_sum = 0;
@@ -173,15 +208,16 @@ int main(int argc, char** argv) {
       sum += admitted_per_s[s];
       target_sum += target_per_s[s];
     }
-    int settled = kPhaseSeconds;
+    int settled = kPhaseSeconds, shared = kPhaseSeconds;
     for (int s = begin + kPhaseSeconds - 1; s >= begin; --s) {
       if (std::abs(admitted_per_s[s] - target_per_s[s]) > 0.05 * target_per_s[s]) break;
       settled = s - begin;
     }
+    for (int s = begin + kPhaseSeconds - 1; s >= begin && at_shares[s]; --s) shared = s - begin;
     std::fprintf(stderr,
                  "phase %zu: target %.0f/s, peak second %.0f, steady admitted/target %.3f, "
-                 "within 5%% from second %d\n",
-                 p, target_per_s[begin], peak, sum / target_sum, settled);
+                 "grants at max-min shares from second %d, within 5%% from second %d\n",
+                 p, target_per_s[begin], peak, sum / target_sum, shared + 1, settled);
   }
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "spdlog/spdlog.h"
 
+#include "src/server/rlqs/quota_allocator.h"
 #include "src/server/rlqs/quota_plan.h"
 #include "src/util/log_throttle.h"
 
@@ -30,6 +31,15 @@ constexpr std::chrono::seconds kFirstInterval{5};
 void SetDuration(std::chrono::microseconds d, google::protobuf::Duration& out) {
   out.set_seconds(d.count() / 1'000'000);
   out.set_nanos(static_cast<int32_t>(d.count() % 1'000'000) * 1000);
+}
+
+// fill_interval = the rule's unit, plus as many nanoseconds as it has seconds. Envoy rates a
+// bucket by the whole seconds (the nanoseconds change nothing), but tells a changed bucket from an
+// unchanged one by comparing only the nanoseconds: without them, a rule changed from 10 a second to
+// 10 a minute would leave every Envoy on its 10-a-second bucket.
+void SetFillInterval(std::chrono::seconds unit, google::protobuf::Duration& out) {
+  out.set_seconds(unit.count());
+  out.set_nanos(static_cast<int32_t>(unit.count() % 1'000'000'000));
 }
 
 }  // namespace
@@ -144,7 +154,9 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
   };
   struct BucketState {
     std::chrono::steady_clock::time_point last_report;
-    uint64_t granted = 0;  // the grant last sent
+    uint64_t granted = 0;     // the grant last sent
+    uint64_t max_tokens = 0;  // its token bucket's max_tokens; 0: none (a blanket rule)
+    bool saturated = false;   // the last report had denials
     std::optional<TopUp> top_up;
   };
   // One bucket's question to the allocator in a round. `index` is its action in a report's
@@ -238,11 +250,13 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
         state = buckets_.try_emplace(id).first;
       }
       state->second.last_report = now;
+      state->second.saturated = usage.num_requests_denied() > 0;
       state->second.top_up.reset();  // this report supersedes it
       const std::chrono::seconds ttl = QuotaTtl(interval.value_or(kFirstInterval));
       auto& assignment = *action.mutable_quota_assignment_action();
       SetDuration(ttl, *assignment.mutable_assignment_time_to_live());
       if (plan.kind != QuotaBucketPlan::Kind::kShared) {
+        state->second.max_tokens = 0;
         assignment.mutable_rate_limit_strategy()->set_blanket_rule(
             plan.kind == QuotaBucketPlan::Kind::kAllowAll ? Strategy::ALLOW_ALL
                                                           : Strategy::DENY_ALL);
@@ -356,13 +370,15 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
               *action->mutable_quota_assignment_action()->mutable_rate_limit_strategy();
           if (share.granted == 0) {
             strategy.set_blanket_rule(Strategy::DENY_ALL);
+            bucket.max_tokens = 0;
           } else {
             // fill_interval is the rule's unit: Envoy refills tokens_per_fill over its whole
             // seconds continuously, so a grant per minute or hour needs no fraction of a token.
+            bucket.max_tokens = QuotaMaxTokens(share.granted, bucket.max_tokens, bucket.saturated);
             auto& token_bucket = *strategy.mutable_token_bucket();
-            token_bucket.set_max_tokens(static_cast<uint32_t>(share.granted));
+            token_bucket.set_max_tokens(static_cast<uint32_t>(bucket.max_tokens));
             token_bucket.mutable_tokens_per_fill()->set_value(static_cast<uint32_t>(share.granted));
-            SetDuration(ask.unit, *token_bucket.mutable_fill_interval());
+            SetFillInterval(ask.unit, *token_bucket.mutable_fill_interval());
           }
           bucket.granted = share.granted;
         }

@@ -21,6 +21,11 @@ std::chrono::seconds QuotaTtl(std::chrono::microseconds report_interval) {
   return std::clamp(std::chrono::seconds(seconds), kMinQuotaTtl, kMaxQuotaTtl);
 }
 
+uint64_t QuotaMaxTokens(uint64_t granted, uint64_t last_max_tokens, bool saturated) {
+  if (saturated && last_max_tokens > 0 && granted > last_max_tokens) return last_max_tokens;
+  return granted;
+}
+
 absl::Status ValidateQuotaReport(const QuotaReport& report) {
   if (report.bucket.empty() || report.bucket.size() > kMaxQuotaBucketBytes) {
     return absl::InvalidArgumentError(
@@ -89,8 +94,7 @@ QuotaShare DecideQuotaShare(QuotaRecords& records, const QuotaReport& report, in
   const uint64_t granted = std::min(fair, free);
   if (!raise_only || granted > mine.granted) {
     mine.granted = granted;
-    mine.ends_us =
-        now_us + std::chrono::microseconds(report.ttl + kQuotaDeliveryGrace).count();
+    mine.ends_us = now_us + std::chrono::microseconds(report.ttl + kQuotaDeliveryGrace).count();
   }
   share.wanted = fair;
   share.granted = mine.granted;

@@ -86,6 +86,17 @@ struct QuotaShare {
 // intervals let a client miss two reports before its grant, and its share, lapse.
 std::chrono::seconds QuotaTtl(std::chrono::microseconds report_interval);
 
+// QuotaMaxTokens()
+//
+// Returns the max_tokens to send with a grant of `granted` (> 0) to a client whose bucket last had
+// `last_max_tokens` (0: none, or a blanket rule), `saturated` if its last report had denials: the
+// grant, except that a saturated client's grant rises with its old max_tokens kept. Envoy starts a
+// changed bucket full unless it held under about one token (docs/rlqs.md, "Token bucket rule"); a
+// saturated client's bucket is nearly empty, and with its size unchanged it stays so, instead of
+// admitting a whole new bucket on top of its rate. Never above the grant, so the max_tokens of all
+// live grants still sum to at most the limit.
+uint64_t QuotaMaxTokens(uint64_t granted, uint64_t last_max_tokens, bool saturated);
+
 // ValidateQuotaReport()
 //
 // Returns OK, or InvalidArgument naming the field out of bounds.

@@ -145,8 +145,10 @@ using Bucket = std::map<std::string, std::string>;
 const Bucket kApi = {{"name", "api"}};
 
 // Reports `demand` requests a second on the api bucket over `interval` (Envoy's counts: allowed up
-// to the last grant, the rest denied) and returns the new grant's rate.
-int64_t ReportApi(Client& client, int demand, int64_t last_grant, int interval_seconds) {
+// to the last grant, the rest denied) and returns the answer's one action (a default action if
+// the answer has not exactly one).
+Response::BucketAction ReportApiAction(Client& client, int demand, int64_t last_grant,
+                                       int interval_seconds) {
   Reports reports;
   reports.set_domain("quota");
   auto& usage = *reports.add_bucket_quota_usages();
@@ -158,7 +160,14 @@ int64_t ReportApi(Client& client, int demand, int64_t last_grant, int interval_s
   EXPECT_TRUE(client.Send(reports));
   Response response;
   EXPECT_TRUE(client.Read(response));
-  return response.bucket_action_size() == 1 ? Rate(response.bucket_action(0)) : -3;
+  return response.bucket_action_size() == 1 ? response.bucket_action(0) : Response::BucketAction();
+}
+
+// As ReportApiAction(), returning the new grant's rate (-3: not exactly one action).
+int64_t ReportApi(Client& client, int demand, int64_t last_grant, int interval_seconds) {
+  const Response::BucketAction action =
+      ReportApiAction(client, demand, last_grant, interval_seconds);
+  return action.has_bucket_id() ? Rate(action) : -3;
 }
 
 // Tests with a real redis-server of their own and a Redis allocator on it; skipped without one.
@@ -204,6 +213,8 @@ TEST(RlqsGrpcService, AssignsTokenBucketsBlanketRulesAndAbandonsUnknownBuckets) 
   const auto& assignment = api.quota_assignment_action();
   EXPECT_EQ(assignment.rate_limit_strategy().token_bucket().max_tokens(), 10u);
   EXPECT_EQ(assignment.rate_limit_strategy().token_bucket().fill_interval().seconds(), 1);
+  // As many nanoseconds as seconds: Envoy tells buckets of different units apart by the nanos.
+  EXPECT_EQ(assignment.rate_limit_strategy().token_bucket().fill_interval().nanos(), 1);
   EXPECT_EQ(assignment.assignment_time_to_live().seconds(), 15);  // 3 x Envoy's 5 s
   EXPECT_EQ(assignment.assignment_time_to_live().nanos(), 0);
   EXPECT_EQ(Rate(response.bucket_action(1)), -1);
@@ -216,6 +227,13 @@ TEST(RlqsGrpcService, AssignsTokenBucketsBlanketRulesAndAbandonsUnknownBuckets) 
                 .token_bucket()
                 .fill_interval()
                 .seconds(),
+            60);
+  EXPECT_EQ(response.bucket_action(4)
+                .quota_assignment_action()
+                .rate_limit_strategy()
+                .token_bucket()
+                .fill_interval()
+                .nanos(),
             60);
   // An unknown domain: every bucket abandoned, the stream stays open.
   const Response unknown = client.Report("other", {{kApi, 0}}, 0);
@@ -436,6 +454,43 @@ TEST(RlqsGrpcService, AConfigReloadDropsPendingTopUps) {
   EXPECT_EQ(ReportApi(b, 30, 0, 5), 5);
   EXPECT_TRUE(a.Close().ok());
   EXPECT_TRUE(b.Close().ok());
+}
+
+// A saturated client's grant rises with its bucket's max_tokens kept (Envoy starts a changed bucket
+// full from about one token on, so a bigger bucket would admit a whole one on top of the rate);
+// once the client stops being denied, max_tokens follows the grant again.
+TEST(RlqsGrpcService, ASaturatedClientsGrantRisesWithItsMaxTokensKept) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock);
+  Client a(sluiced.channel, "a");
+  auto b = std::make_unique<Client>(sluiced.channel, "b");
+  EXPECT_EQ(ReportApi(a, 30, 0, 0), 10);
+  EXPECT_EQ(ReportApi(*b, 30, 0, 0), 0);
+  clock.Advance(seconds(5));
+  Response::BucketAction action = ReportApiAction(a, 30, 10, 5);  // 100 denied
+  EXPECT_EQ(Rate(action), 5);
+  const auto max_tokens = [](const Response::BucketAction& x) {
+    return x.quota_assignment_action().rate_limit_strategy().token_bucket().max_tokens();
+  };
+  EXPECT_EQ(max_tokens(action), 5u);  // a lower grant: never above it
+  EXPECT_TRUE(b->Close().ok());
+  b.reset();
+  clock.Advance(seconds(16));              // b's record (15 s and the grace from t = 0) has ended
+  action = ReportApiAction(a, 30, 5, 16);  // still denied: saturated
+  EXPECT_EQ(Rate(action), 10);
+  EXPECT_EQ(max_tokens(action), 5u);
+  EXPECT_EQ(action.quota_assignment_action()
+                .rate_limit_strategy()
+                .token_bucket()
+                .tokens_per_fill()
+                .value(),
+            10u);
+  clock.Advance(seconds(5));
+  action = ReportApiAction(a, 8, 10, 5);  // nothing denied
+  EXPECT_EQ(Rate(action), 8);
+  EXPECT_EQ(max_tokens(action), 8u);
+  EXPECT_TRUE(a.Close().ok());
 }
 
 // The service tops up on its own every top_up_interval.

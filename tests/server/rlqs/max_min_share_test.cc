@@ -43,6 +43,13 @@ TEST(QuotaTtl, ThreeIntervalsInWholeSecondsWithinBounds) {
   EXPECT_EQ(QuotaTtl(seconds(3600)), seconds(60));
 }
 
+TEST(QuotaMaxTokens, ASaturatedClientsRisingGrantKeepsItsBucketSizeAndNeverExceedsTheGrant) {
+  EXPECT_EQ(QuotaMaxTokens(10, 5, /*saturated=*/true), 5u);    // rises: the size is kept
+  EXPECT_EQ(QuotaMaxTokens(10, 5, /*saturated=*/false), 10u);  // not denied: the grant
+  EXPECT_EQ(QuotaMaxTokens(3, 5, /*saturated=*/true), 3u);     // falls: never above the grant
+  EXPECT_EQ(QuotaMaxTokens(10, 0, /*saturated=*/true), 10u);   // no bucket yet: a full one
+}
+
 TEST(MaxMinShares, SmallDemandsAreMetAndTheRestSplitsWhatRemains) {
   internal::QuotaRecords records;
   records["a"].demand = 30;
