@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "spdlog/spdlog.h"
 
@@ -84,11 +85,10 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
       std::lock_guard lock(mu_);
       written = std::move(outgoing_.front());
       outgoing_.pop_front();
-      if (ok && !finishing_ && !outgoing_.empty()) {
-        next = outgoing_.front().response.get();
-      } else {
-        writing_ = false;
-      }
+      // The front of the queue is the write in flight; nothing more goes out once one failed or
+      // the stream is finishing.
+      if (!ok || finishing_) outgoing_.clear();
+      if (!outgoing_.empty()) next = outgoing_.front().response.get();
     }
     if (!ok) {
       FinishOnce();
@@ -117,22 +117,15 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
       // At most the write in flight ahead of a top-up: a client that stops reading is not queued
       // more.
       if (busy_ || finishing_ || outgoing_.size() > 1) return;
-      const std::shared_ptr<const RateLimitConfig> config = impl_.rls.config();
       std::lock_guard buckets_lock(buckets_mu_);
-      for (auto& [id, state] : buckets_) {
-        if (!state.top_up) continue;
-        if (state.top_up->config.lock() != config) {
-          state.top_up.reset();  // reloaded: the next report plans the bucket again
-          continue;
-        }
-        asks.push_back(Ask{.index = -1,
-                           .id = id,
-                           .report = state.top_up->report,
-                           .unit = state.top_up->unit,
-                           .stats_key = state.top_up->stats_key,
-                           .domain = state.top_up->domain,
-                           .bucket_id = {},
-                           .config = {}});
+      if (top_ups_.empty()) return;
+      const std::shared_ptr<const RateLimitConfig> config = impl_.rls.config();
+      // Reloaded since: the next report plans the bucket again.
+      absl::erase_if(top_ups_, [&config](const auto& entry) {
+        return entry.second.question.config.lock() != config;
+      });
+      for (const auto& [id, top_up] : top_ups_) {
+        asks.push_back(Ask{.index = -1, .id = id, .question = top_up.question});
       }
       if (asks.empty()) return;
       busy_ = true;
@@ -142,34 +135,32 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
   }
 
  private:
-  // Kept for a bucket whose last share was below what the client wanted.
-  struct TopUp {
-    QuotaReport report;  // top_up set
-    rlqs::BucketId bucket_id;
+  struct BucketState {
+    std::chrono::steady_clock::time_point last_report;
+    uint64_t granted = 0;     // the grant last sent
+    uint64_t max_tokens = 0;  // its token bucket's max_tokens; 0: none (a blanket rule)
+    bool saturated = false;   // the last report had denials
+  };
+  // What a bucket asks the allocator, and what its answer needs.
+  struct Question {
+    QuotaReport report;
     std::chrono::seconds unit{1};
     std::string stats_key;
     std::string domain;
     // The config the report was planned with: a top-up after a reload would share the old limit.
     std::weak_ptr<const RateLimitConfig> config;
   };
-  struct BucketState {
-    std::chrono::steady_clock::time_point last_report;
-    uint64_t granted = 0;     // the grant last sent
-    uint64_t max_tokens = 0;  // its token bucket's max_tokens; 0: none (a blanket rule)
-    bool saturated = false;   // the last report had denials
-    std::optional<TopUp> top_up;
+  // Kept for a bucket whose last share was below what the client wanted.
+  struct TopUp {
+    Question question;  // report.top_up set
+    rlqs::BucketId bucket_id;
   };
-  // One bucket's question to the allocator in a round. `index` is its action in a report's
-  // response; -1 in a top-up round.
+  // One bucket's question in a round. `index` is its action in a report's response; -1 in a
+  // top-up round.
   struct Ask {
     int index = -1;
     std::string id;
-    QuotaReport report;
-    std::chrono::seconds unit{1};
-    std::string stats_key;
-    std::string domain;
-    rlqs::BucketId bucket_id;                     // a report's, kept for top-ups
-    std::weak_ptr<const RateLimitConfig> config;  // a report's
+    Question question;
     absl::StatusOr<QuotaShare> share = absl::UnknownError("unanswered");
   };
   struct Outgoing {
@@ -239,6 +230,7 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
         ++counters.buckets_abandoned;
         action.mutable_abandon_action();
         if (state != buckets_.end()) buckets_.erase(state);
+        top_ups_.erase(id);
         continue;
       }
       std::optional<std::chrono::microseconds> interval;
@@ -251,7 +243,7 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
       }
       state->second.last_report = now;
       state->second.saturated = usage.num_requests_denied() > 0;
-      state->second.top_up.reset();  // this report supersedes it
+      top_ups_.erase(id);  // this report supersedes it
       const std::chrono::seconds ttl = QuotaTtl(interval.value_or(kFirstInterval));
       auto& assignment = *action.mutable_quota_assignment_action();
       SetDuration(ttl, *assignment.mutable_assignment_time_to_live());
@@ -276,16 +268,15 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
       }
       asks.push_back(Ask{.index = response->bucket_action_size() - 1,
                          .id = std::move(id),
-                         .report = QuotaReport{.bucket = plan.bucket_key,
-                                               .client = client_,
-                                               .demand = demand,
-                                               .limit = plan.limit,
-                                               .ttl = ttl},
-                         .unit = plan.unit,
-                         .stats_key = plan.stats_key,
-                         .domain = report_.domain(),
-                         .bucket_id = usage.bucket_id(),
-                         .config = config});
+                         .question = {.report = {.bucket = plan.bucket_key,
+                                                 .client = client_,
+                                                 .demand = demand,
+                                                 .limit = plan.limit,
+                                                 .ttl = ttl},
+                                      .unit = plan.unit,
+                                      .stats_key = plan.stats_key,
+                                      .domain = report_.domain(),
+                                      .config = config}});
     }
     buckets_lock.unlock();
     if (asks.empty()) {
@@ -305,11 +296,11 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
     auto round = std::make_shared<std::vector<Ask>>(std::move(asks));
     auto left = std::make_shared<std::atomic<size_t>>(round->size());
     for (Ask& ask : *round) {
-      impl_.allocator.Allocate(
-          ask.report, [this, round, left, response, &ask](absl::StatusOr<QuotaShare> share) {
-            ask.share = std::move(share);
-            if (left->fetch_sub(1) == 1) EndAllocation(*round, response);
-          });
+      impl_.allocator.Allocate(ask.question.report, [this, round, left, response,
+                                                     &ask](absl::StatusOr<QuotaShare> share) {
+        ask.share = std::move(share);
+        if (left->fetch_sub(1) == 1) EndAllocation(*round, response);
+      });
     }
   }
 
@@ -321,11 +312,13 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
     {
       std::lock_guard lock(buckets_mu_);
       for (Ask& ask : asks) {
+        const Question& question = ask.question;
         auto state = buckets_.find(ask.id);
         if (!ask.share.ok()) {
           ++impl_.counters.allocation_errors;
           if (internal::LogPermit permit = impl_.allocation_error_log.Acquire(); permit.log) {
-            spdlog::warn("rlqs: bucket {}: {}{}", ask.report.bucket, ask.share.status().ToString(),
+            spdlog::warn("rlqs: bucket {}: {}{}", question.report.bucket,
+                         ask.share.status().ToString(),
                          internal::SuppressedNote(permit.suppressed));
           }
           // No answer for the bucket: Envoy keeps its assignment until it expires.
@@ -333,38 +326,36 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
           continue;
         }
         const QuotaShare& share = *ask.share;
-        impl_.Record(ask.stats_key, {.domain = ask.domain,
-                                     .clients = share.clients,
-                                     .demand = share.demand,
-                                     .assigned = share.granted_total,
-                                     .limit = ask.report.limit});
+        impl_.Record(question.stats_key, {.domain = question.domain,
+                                          .clients = share.clients,
+                                          .demand = share.demand,
+                                          .assigned = share.granted_total,
+                                          .limit = question.report.limit});
         if (state == buckets_.end()) continue;  // abandoned since
         BucketState& bucket = state->second;
-        if (top_up && !bucket.top_up) continue;
-        const bool send = !top_up || share.granted > bucket.granted;
-        if (share.granted < share.wanted && !bucket.top_up) {
-          QuotaReport again = ask.report;
-          again.top_up = true;
-          bucket.top_up = TopUp{.report = std::move(again),
-                                .bucket_id = std::move(ask.bucket_id),
-                                .unit = ask.unit,
-                                .stats_key = ask.stats_key,
-                                .domain = ask.domain,
-                                .config = ask.config};
-        }
+        auto pending = top_ups_.find(ask.id);
+        if (top_up && pending == top_ups_.end()) continue;  // superseded by a report
         BucketAction* action = nullptr;
-        if (top_up && send) {
-          action = response->add_bucket_action();
-          *action->mutable_bucket_id() = bucket.top_up->bucket_id;
-          SetDuration(
-              ask.report.ttl,
-              *action->mutable_quota_assignment_action()->mutable_assignment_time_to_live());
-          ++impl_.counters.buckets_topped_up;
-        } else if (!top_up) {
+        if (!top_up) {
           action = response->mutable_bucket_action(ask.index);
           ++impl_.counters.buckets_assigned;
+          if (share.granted < share.wanted) {
+            TopUp again{.question = question,
+                        .bucket_id = action->bucket_id()};  // the report's, as it named it
+            again.question.report.top_up = true;
+            top_ups_.insert_or_assign(ask.id, std::move(again));
+          } else {
+            top_ups_.erase(ask.id);
+          }
+        } else if (share.granted > bucket.granted) {
+          action = response->add_bucket_action();
+          *action->mutable_bucket_id() = pending->second.bucket_id;
+          SetDuration(
+              question.report.ttl,
+              *action->mutable_quota_assignment_action()->mutable_assignment_time_to_live());
+          ++impl_.counters.buckets_topped_up;
         }
-        if (share.granted >= share.wanted) bucket.top_up.reset();
+        if (top_up && share.granted >= share.wanted) top_ups_.erase(pending);
         if (action != nullptr) {
           Strategy& strategy =
               *action->mutable_quota_assignment_action()->mutable_rate_limit_strategy();
@@ -378,13 +369,13 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
             auto& token_bucket = *strategy.mutable_token_bucket();
             token_bucket.set_max_tokens(static_cast<uint32_t>(bucket.max_tokens));
             token_bucket.mutable_tokens_per_fill()->set_value(static_cast<uint32_t>(share.granted));
-            SetFillInterval(ask.unit, *token_bucket.mutable_fill_interval());
+            SetFillInterval(question.unit, *token_bucket.mutable_fill_interval());
           }
           bucket.granted = share.granted;
         }
         spdlog::debug("rlqs: bucket {}: clients {}, demand {}, granted {} (wanted {}) of {}{}",
-                      ask.report.bucket, share.clients, share.demand, share.granted, share.wanted,
-                      share.granted_total, top_up ? ", a top-up" : "");
+                      question.report.bucket, share.clients, share.demand, share.granted,
+                      share.wanted, share.granted_total, top_up ? ", a top-up" : "");
       }
     }
     if (top_up) {
@@ -418,10 +409,7 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
       std::lock_guard lock(mu_);
       if (response != nullptr && !finishing_) {
         outgoing_.push_back({std::move(response), answers_report});
-        if (!writing_) {
-          writing_ = true;
-          first = outgoing_.front().response.get();
-        }
+        if (outgoing_.size() == 1) first = outgoing_.front().response.get();  // none in flight
       }
       busy_ = false;
       if (done_) {
@@ -475,15 +463,16 @@ class RlqsStream final : public grpc::ServerBidiReactor<Reports, Response> {
   // they run on different threads.
   std::mutex buckets_mu_;
   absl::flat_hash_map<std::string, BucketState> buckets_;
+  // The buckets whose grant is held below their share, by id: what a top-up round asks again.
+  absl::flat_hash_map<std::string, TopUp> top_ups_;
   double tokens_ = 0;
   std::chrono::steady_clock::time_point refilled_;
 
   std::mutex mu_;
   bool busy_ = false;            // a round is in flight
   bool report_waiting_ = false;  // a report read during a top-up round
-  bool writing_ = false;
-  bool finishing_ = false;  // Finish() called: nothing more is read or written
-  bool done_ = false;       // OnDone() ran
+  bool finishing_ = false;       // Finish() called: nothing more is read or written
+  bool done_ = false;            // OnDone() ran
   std::deque<Outgoing> outgoing_;
 };
 
