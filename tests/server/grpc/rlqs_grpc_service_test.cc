@@ -372,20 +372,9 @@ TEST_F(RlqsOnRedisTest, TwoSluicedOnOneRedisShareMaxMinFairly) {
   int64_t granted[3] = {0, 0, 0};
   for (int round = 0; round < 4; ++round) {
     for (int i = 0; i < 3; ++i) {
-      // Envoy reports what it admitted: at most its grant, at most its demand.
-      const int allowed = round == 0 ? 0 : std::min<int>(demand[i], granted[i]) * 5;
-      const int denied = round == 0 ? 0 : demand[i] * 5 - allowed;
-      Reports reports;
-      reports.set_domain("quota");
-      auto& usage = *reports.add_bucket_quota_usages();
-      usage.mutable_bucket_id()->mutable_bucket()->insert({"name", "api"});
-      usage.mutable_time_elapsed()->set_seconds(round == 0 ? 0 : 5);
-      usage.set_num_requests_allowed(allowed);
-      usage.set_num_requests_denied(denied);
-      ASSERT_TRUE(clients[i]->Send(reports));
-      Response response;
-      ASSERT_TRUE(clients[i]->Read(response));
-      granted[i] = Rate(response.bucket_action(0));
+      // Envoy reports what it admitted: at most its grant, at most its demand (nothing in the
+      // first report, time_elapsed 0).
+      granted[i] = ReportApi(*clients[i], demand[i], granted[i], round == 0 ? 0 : 5);
       ASSERT_GE(granted[i], 0);
       EXPECT_LE(granted[0] + granted[1] + granted[2], 10) << "round " << round;
     }
@@ -530,21 +519,12 @@ TEST_F(RlqsOnRedisTest, TenTimesTheLimitFromFourEnvoysNeverGrantsPastIt) {
   int64_t max_tokens[4] = {0, 0, 0, 0};
   for (int round = 0; round < 5; ++round) {
     for (int i = 0; i < 4; ++i) {
-      const int64_t allowed = round == 0 ? 0 : std::min<int64_t>(kDemand, granted[i]) * 5;
-      Reports reports;
-      reports.set_domain("quota");
-      auto& usage = *reports.add_bucket_quota_usages();
-      usage.mutable_bucket_id()->mutable_bucket()->insert({"name", "api"});
-      usage.mutable_time_elapsed()->set_seconds(round == 0 ? 0 : 5);
-      usage.set_num_requests_allowed(static_cast<uint64_t>(allowed));
-      usage.set_num_requests_denied(static_cast<uint64_t>(round == 0 ? 0 : kDemand * 5 - allowed));
-      ASSERT_TRUE(clients[i]->Send(reports));
-      Response response;
-      ASSERT_TRUE(clients[i]->Read(response));
-      granted[i] = Rate(response.bucket_action(0));
+      const Response::BucketAction action =
+          ReportApiAction(*clients[i], kDemand, granted[i], round == 0 ? 0 : 5);
+      ASSERT_TRUE(action.has_bucket_id()) << "round " << round;
+      granted[i] = Rate(action);
       ASSERT_GE(granted[i], 0);
-      const auto& strategy =
-          response.bucket_action(0).quota_assignment_action().rate_limit_strategy();
+      const auto& strategy = action.quota_assignment_action().rate_limit_strategy();
       max_tokens[i] = strategy.has_token_bucket() ? strategy.token_bucket().max_tokens() : 0;
       EXPECT_LE(granted[0] + granted[1] + granted[2] + granted[3], 10) << "round " << round;
       EXPECT_LE(max_tokens[0] + max_tokens[1] + max_tokens[2] + max_tokens[3], 10)
