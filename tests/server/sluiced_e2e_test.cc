@@ -17,6 +17,7 @@
 #include "tests/testing/grpc_probes.h"
 #include "tests/testing/http_client.h"
 #include "tests/testing/redis_server.h"
+#include "tests/testing/temp_dir.h"
 
 namespace sluice::testing {
 namespace {
@@ -31,30 +32,6 @@ std::string ConfigWithLimit(int requests_per_hour) {
          "      requests_per_unit: " +
          std::to_string(requests_per_hour) + "\n";
 }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "sluice-e2e-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::filesystem::path& path() const { return path_; }
-  void Write(const std::string& name, const std::string& content) const {
-    // Write then rename, as config management tools do, so a reader never sees half a file.
-    const auto tmp = path_ / ("." + name + ".tmp");
-    std::ofstream(tmp) << content;
-    std::filesystem::rename(tmp, path_ / name);
-  }
-
- private:
-  std::filesystem::path path_;
-};
 
 struct Sluiced {
   std::unique_ptr<ChildProcess> process;
@@ -92,7 +69,7 @@ int PostStatus(int port) {
 }
 
 TEST(SluicedE2e, ValidateAcceptsGoodAndRejectsBadConfigWithLocation) {
-  TempDir dir;
+  TempDir dir("sluice-e2e");
   dir.Write("good.yaml", ConfigWithLimit(3));
   auto good = RunToExit({SLUICED_PATH, "--validate", (dir.path() / "good.yaml").string()}, 30'000);
   ASSERT_TRUE(good.ok());
@@ -110,7 +87,7 @@ TEST(SluicedE2e, ValidateAcceptsGoodAndRejectsBadConfigWithLocation) {
 
 // Verifies a valid change is picked up, and a broken file keeps the previous config in force.
 TEST(SluicedE2e, HotReloadAppliesValidConfigAndKeepsOldOnError) {
-  TempDir dir;
+  TempDir dir("sluice-e2e");
   dir.Write("e2e.yaml", ConfigWithLimit(1));
   Sluiced s = StartSluiced(dir.path(), "memory", (dir.path() / "log").string());
   EXPECT_EQ(PostStatus(s.http_port), 200);
@@ -149,7 +126,7 @@ TEST(SluicedE2e, HotReloadAppliesValidConfigAndKeepsOldOnError) {
 }
 
 TEST(SluicedE2e, SigtermTurnsHealthUnhealthyAndExitsCleanly) {
-  TempDir dir;
+  TempDir dir("sluice-e2e");
   dir.Write("e2e.yaml", ConfigWithLimit(1));
   Sluiced s = StartSluiced(dir.path(), "memory", (dir.path() / "log").string());
   s.process->Signal(SIGTERM);
@@ -161,7 +138,7 @@ TEST(SluicedE2e, SigtermTurnsHealthUnhealthyAndExitsCleanly) {
 TEST(SluicedE2e, TwoInstancesShareOneLimitThroughRedis) {
   auto redis = RedisServer::Start();
   ASSERT_TRUE(redis.ok()) << redis.status();
-  TempDir dir;
+  TempDir dir("sluice-e2e");
   dir.Write("e2e.yaml", ConfigWithLimit(10));
   Sluiced a = StartSluiced(dir.path(), (*redis)->Url(), (dir.path() / "a.log").string());
   Sluiced b = StartSluiced(dir.path(), (*redis)->Url(), (dir.path() / "b.log").string());
@@ -180,7 +157,7 @@ TEST(SluicedE2e, TwoInstancesShareOneLimitThroughRedis) {
 TEST(SluicedE2e, HealthFlipsWithRedis) {
   auto redis = RedisServer::Start();
   ASSERT_TRUE(redis.ok()) << redis.status();
-  TempDir dir;
+  TempDir dir("sluice-e2e");
   dir.Write("e2e.yaml", ConfigWithLimit(10));
   Sluiced s = StartSluiced(dir.path(), (*redis)->Url(), (dir.path() / "log").string());
   auto healthy = [&] {
@@ -223,9 +200,9 @@ TEST(SluicedE2e, RefusesAZeroGrpcInFlightBound) {
 // Streams per connection below 1, decision threads beyond 64 and a quota top-up interval beyond
 // a minute are refused at start, by name.
 TEST(SluicedE2e, RefusesOutOfRangeStreamsDecisionThreadsAndTopUps) {
-  for (const auto& [flag, value] : {std::pair{"--grpc-max-concurrent-streams", "0"},
-                                    std::pair{"--grpc-decision-threads", "65"},
-                                    std::pair{"--rlqs-top-up-interval-ms", "60001"}}) {
+  for (const auto& [flag, value] :
+       {std::pair{"--grpc-max-concurrent-streams", "0"}, std::pair{"--grpc-decision-threads", "65"},
+        std::pair{"--rlqs-top-up-interval-ms", "60001"}}) {
     auto run = RunToExit({SLUICED_PATH, "--config", "/nonexistent", flag, value}, 30'000);
     ASSERT_TRUE(run.ok()) << run.status();
     EXPECT_NE(run->first, 0) << flag;
@@ -236,7 +213,7 @@ TEST(SluicedE2e, RefusesOutOfRangeStreamsDecisionThreadsAndTopUps) {
 // Verifies SLUICE_GRPC_ENGINE=nghttp2 serves the gRPC API on the lean engine: decisions and the
 // health service, as on gRPC C++.
 TEST(SluicedE2e, ServesGrpcOnTheNghttp2EngineChosenByTheEnvironment) {
-  TempDir dir;
+  TempDir dir("sluice-e2e");
   dir.Write("e2e.yaml", ConfigWithLimit(1));
   const std::string log = (dir.path() / "log").string();
   const int http_port = *FreeLoopbackPort();
@@ -263,7 +240,7 @@ TEST(SluicedE2e, ServesGrpcOnTheNghttp2EngineChosenByTheEnvironment) {
 // Verifies the nghttp2 engine refuses at start what it cannot serve, saying what to use instead,
 // and that an unknown engine is refused.
 TEST(SluicedE2e, Nghttp2EngineRefusesAUnixSocketAndUnknownEnginesAreRefused) {
-  TempDir dir;
+  TempDir dir("sluice-e2e");
   dir.Write("e2e.yaml", ConfigWithLimit(1));
   auto unix_socket = RunToExit(
       {SLUICED_PATH, "--config", dir.path().string(), "--store", "memory", "--http", "127.0.0.1:0",

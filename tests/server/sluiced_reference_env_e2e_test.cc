@@ -26,6 +26,7 @@
 #include "tests/testing/grpc_probes.h"
 #include "tests/testing/http_client.h"
 #include "tests/testing/redis_server.h"
+#include "tests/testing/temp_dir.h"
 
 namespace sluice::testing {
 namespace {
@@ -37,24 +38,6 @@ constexpr const char* kConfig =
     "      requests_per_unit: 2\n";
 constexpr const char* kRequest =
     R"({"domain":"e2e","descriptors":[{"entries":[{"key":"user","value":"alice"}]}]})";
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "sluice-refenv-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // A UDP socket on a free loopback port, standing in for statsd.
 class StatsdListener {
@@ -124,7 +107,7 @@ int PostStatus(int port) {
 TEST(SluicedReferenceEnvironment, StartsFromTheReferencesVariablesAlone) {
   auto redis = RedisServer::Start();
   ASSERT_TRUE(redis.ok()) << redis.status();
-  TempDir dir;
+  TempDir dir("sluice-refenv");
   std::filesystem::create_directories(dir.path() / "runtime" / "ratelimit" / "config");
   std::ofstream(dir.path() / "runtime" / "ratelimit" / "config" / "e2e.yaml") << kConfig;
   StatsdListener statsd;
@@ -209,7 +192,7 @@ TEST(SluicedReferenceEnvironment, PrometheusPerSecondRedisKeyPrefixAndHeaders) {
   ASSERT_TRUE(main_redis.ok()) << main_redis.status();
   auto per_second_redis = RedisServer::Start();
   ASSERT_TRUE(per_second_redis.ok()) << per_second_redis.status();
-  TempDir dir;
+  TempDir dir("sluice-refenv");
   std::filesystem::create_directories(dir.path() / "config");
   std::ofstream(dir.path() / "config" / "e2e.yaml")
       << "domain: e2e\ndescriptors:\n"
@@ -268,7 +251,7 @@ TEST(SluicedReferenceEnvironment, PrometheusPerSecondRedisKeyPrefixAndHeaders) {
 // Verifies a variable whose behaviour sluiced cannot give is refused by name at start, with exit
 // status 2, instead of being ignored; every refusal is named at once.
 TEST(SluicedReferenceEnvironment, RefusesUnsupportedVariablesByName) {
-  TempDir dir;
+  TempDir dir("sluice-refenv");
   const std::vector<std::string> env = {
       "RUNTIME_ROOT=" + dir.path().string(),
       "BACKEND_TYPE=memcache",
@@ -285,7 +268,7 @@ TEST(SluicedReferenceEnvironment, RefusesUnsupportedVariablesByName) {
 // Verifies a flag wins over the variable it maps to, and that with --config only the variables
 // that are set apply: PORT moves the HTTP listener, nothing else of the reference's defaults does.
 TEST(SluicedReferenceEnvironment, FlagsWinAndConfigFlagKeepsSluicedDefaults) {
-  TempDir dir;
+  TempDir dir("sluice-refenv");
   std::ofstream(dir.path() / "e2e.yaml") << kConfig;
   const int http_port = *FreeLoopbackPort();
   const int grpc_port = *FreeLoopbackPort();
@@ -314,7 +297,7 @@ TEST(SluicedReferenceEnvironment, FlagsWinAndConfigFlagKeepsSluicedDefaults) {
 TEST(SluicedHealth, GrpcHealthFollowsHealthcheck) {
   auto redis = RedisServer::Start();
   ASSERT_TRUE(redis.ok()) << redis.status();
-  TempDir dir;
+  TempDir dir("sluice-refenv");
   std::ofstream(dir.path() / "e2e.yaml") << kConfig;
   const int http_port = *FreeLoopbackPort();
   const int grpc_port = *FreeLoopbackPort();

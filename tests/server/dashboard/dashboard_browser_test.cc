@@ -9,15 +9,19 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include <unistd.h>
 
 #include "tests/testing/child_process.h"
 #include "tests/testing/http_client.h"
 #include "tests/testing/redis_server.h"
+#include "tests/testing/temp_dir.h"
 
 extern char** environ;
 
@@ -64,19 +68,46 @@ std::vector<std::string> EnvironmentWith(const std::vector<std::string>& extra) 
   return env;
 }
 
+// Starts sluiced on the memory store with the configs in `config_dir`, its HTTP API on `http_port`
+// and a gRPC listener of its own, plus `extra` flags, logging to `log`; returns it once
+// /healthcheck answers 200.
+absl::StatusOr<std::unique_ptr<ChildProcess>> StartSluiced(const std::filesystem::path& config_dir,
+                                                           const std::filesystem::path& log,
+                                                           int http_port,
+                                                           const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {SLUICED_PATH,
+                                   "--config",
+                                   config_dir.string(),
+                                   "--store",
+                                   "memory",
+                                   "--http",
+                                   "127.0.0.1:" + std::to_string(http_port),
+                                   "--grpc",
+                                   "127.0.0.1:" + std::to_string(*FreeLoopbackPort()),
+                                   "--drain-ms",
+                                   "0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto sluiced = ChildProcess::Start(argv, log.string());
+  if (!sluiced.ok()) return sluiced.status();
+  const bool healthy = WaitFor(
+      [&] {
+        auto r = HttpGet(http_port, "/healthcheck");
+        return r.ok() && r->status == 200;
+      },
+      30'000);
+  if (!healthy) return absl::DeadlineExceededError("sluiced did not become healthy in 30 s");
+  return sluiced;
+}
+
 TEST(DashboardBrowserTest, ShowsDenialsLiveAsTextInHeadlessChromium) {
   const std::string chromium = Chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh)";
   if (std::system("command -v node >/dev/null && command -v npm >/dev/null") != 0) {
     GTEST_SKIP() << "node or npm is not installed";
   }
-  char pattern[] = "/tmp/sluice-dashboard-XXXXXX";
-  ASSERT_NE(::mkdtemp(pattern), nullptr);
-  const std::filesystem::path dir(pattern);
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() { std::filesystem::remove_all(dir); }
-  } cleanup{dir};
+  TempDir temp("sluice-dashboard");
+  ASSERT_FALSE(temp.path().empty());
+  const std::filesystem::path& dir = temp.path();
   auto npm = RunToExit({"/usr/bin/env", "npm", "install", "--prefix", dir.string(), "--no-audit",
                         "--no-fund", "--loglevel=error", "puppeteer-core"},
                        180'000, EnvironmentWith({"PUPPETEER_SKIP_DOWNLOAD=1"}));
@@ -89,19 +120,8 @@ TEST(DashboardBrowserTest, ShowsDenialsLiveAsTextInHeadlessChromium) {
   std::ofstream(dir / "config" / "edge.yaml") << kConfig;
   std::ofstream(dir / "config" / "api.yaml") << kApiConfig;
   const int http_port = *FreeLoopbackPort();
-  const int grpc_port = *FreeLoopbackPort();
-  auto sluiced =
-      ChildProcess::Start({SLUICED_PATH, "--config", (dir / "config").string(), "--store", "memory",
-                           "--http", "127.0.0.1:" + std::to_string(http_port), "--grpc",
-                           "127.0.0.1:" + std::to_string(grpc_port), "--drain-ms", "0"},
-                          (dir / "sluiced.log").string());
+  auto sluiced = StartSluiced(dir / "config", dir / "sluiced.log", http_port, {});
   ASSERT_TRUE(sluiced.ok()) << sluiced.status();
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        auto r = HttpGet(http_port, "/healthcheck");
-        return r.ok() && r->status == 200;
-      },
-      30'000));
 
   auto run = RunToExit(
       {"/usr/bin/env", "node",
@@ -117,29 +137,15 @@ TEST(DashboardBrowserTest, ShowsDenialsLiveAsTextInHeadlessChromium) {
 
 // The debug listener serves the dashboard too, with the same headers.
 TEST(DashboardBrowserTest, TheDebugListenerServesItToo) {
-  char pattern[] = "/tmp/sluice-dashboard-debug-XXXXXX";
-  ASSERT_NE(::mkdtemp(pattern), nullptr);
-  const std::filesystem::path dir(pattern);
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() { std::filesystem::remove_all(dir); }
-  } cleanup{dir};
+  TempDir temp("sluice-dashboard-debug");
+  ASSERT_FALSE(temp.path().empty());
+  const std::filesystem::path& dir = temp.path();
   std::ofstream(dir / "edge.yaml") << kConfig;
   const int http_port = *FreeLoopbackPort();
   const int debug_port = *FreeLoopbackPort();
-  auto sluiced =
-      ChildProcess::Start({SLUICED_PATH, "--config", dir.string(), "--store", "memory", "--http",
-                           "127.0.0.1:" + std::to_string(http_port), "--grpc",
-                           "127.0.0.1:" + std::to_string(*FreeLoopbackPort()), "--drain-ms", "0",
-                           "--debug", "127.0.0.1:" + std::to_string(debug_port)},
-                          (dir / "sluiced.log").string());
+  auto sluiced = StartSluiced(dir, dir / "sluiced.log", http_port,
+                              {"--debug", "127.0.0.1:" + std::to_string(debug_port)});
   ASSERT_TRUE(sluiced.ok()) << sluiced.status();
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        auto r = HttpGet(http_port, "/healthcheck");
-        return r.ok() && r->status == 200;
-      },
-      30'000));
   auto page = HttpGet(debug_port, "/dashboard");
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->status, 200);
@@ -152,27 +158,13 @@ TEST(DashboardBrowserTest, TheDebugListenerServesItToo) {
 
 // With --dashboard=false there is no dashboard, and /json still answers.
 TEST(DashboardBrowserTest, TheFlagTurnsItOff) {
-  char pattern[] = "/tmp/sluice-dashboard-off-XXXXXX";
-  ASSERT_NE(::mkdtemp(pattern), nullptr);
-  const std::filesystem::path dir(pattern);
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() { std::filesystem::remove_all(dir); }
-  } cleanup{dir};
+  TempDir temp("sluice-dashboard-off");
+  ASSERT_FALSE(temp.path().empty());
+  const std::filesystem::path& dir = temp.path();
   std::ofstream(dir / "edge.yaml") << kConfig;
   const int http_port = *FreeLoopbackPort();
-  auto sluiced = ChildProcess::Start(
-      {SLUICED_PATH, "--config", dir.string(), "--store", "memory", "--http",
-       "127.0.0.1:" + std::to_string(http_port), "--grpc",
-       "127.0.0.1:" + std::to_string(*FreeLoopbackPort()), "--drain-ms", "0", "--dashboard=false"},
-      (dir / "sluiced.log").string());
+  auto sluiced = StartSluiced(dir, dir / "sluiced.log", http_port, {"--dashboard=false"});
   ASSERT_TRUE(sluiced.ok()) << sluiced.status();
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        auto r = HttpGet(http_port, "/healthcheck");
-        return r.ok() && r->status == 200;
-      },
-      30'000));
   auto page = HttpGet(http_port, "/dashboard");
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->status, 404);

@@ -3,7 +3,6 @@
 // an unknown domain. grpc-js comes from npm into a temporary directory when the suite starts;
 // without node, npm or the network the suite is skipped, saying why.
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "src/server/stats/metrics.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/manual_clock.h"
+#include "tests/testing/temp_dir.h"
 
 namespace sluice::server {
 namespace {
@@ -37,13 +37,9 @@ descriptors:
 )";
 
 TEST(RlqsJsTest, ServesGrpcJsStreams) {
-  char pattern[] = "/tmp/sluice-rlqs-js-XXXXXX";
-  ASSERT_NE(::mkdtemp(pattern), nullptr);
-  const std::string dir = pattern;
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() { std::filesystem::remove_all(dir); }
-  } cleanup{dir};
+  testing::TempDir temp("sluice-rlqs-js");
+  ASSERT_FALSE(temp.path().empty());
+  const std::string dir = temp.path().string();
   if (std::system("command -v node >/dev/null && command -v npm >/dev/null") != 0) {
     GTEST_SKIP() << "node or npm is not installed";
   }
