@@ -56,6 +56,11 @@ struct LimitCheck {
   // only as the single check of a call: stores refuse it otherwise (InvalidArgument).
   // Default: false (a denied check records nothing).
   bool count_rejected = false;
+  // A credit: gives back `cost` units that an earlier check charged (a refund; Envoy's
+  // is_negative_hits), never below empty and never creating state (docs/algorithms.md,
+  // "Credits"). Always allowed; its decision reports the state after it. Not with
+  // count_rejected. Default: false.
+  bool refund = false;
 };
 
 // The outcome of an all-or-nothing check of several limits.
@@ -102,6 +107,13 @@ class Store {
   // Applies `cost` units against `limit` under `key` atomically and returns the decision;
   // InvalidArgument for a bad key, limit or cost (the store is not asked).
   absl::StatusOr<Decision> Check(std::string_view key, const Limit& limit, int64_t cost = 1);
+
+  // Store::Refund()
+  //
+  // Gives back `units` units that earlier checks charged under `key` and `limit` (a credit,
+  // LimitCheck::refund): never below empty, never creating state, always allowed; the decision
+  // reports what remains after it. InvalidArgument as Check().
+  absl::StatusOr<Decision> Refund(std::string_view key, const Limit& limit, int64_t units);
 
   // Store::CheckAsync()
   //

@@ -142,6 +142,22 @@ Decision DecideTokenBucket(const Limit& limit, TokenBucketState& state, int64_t 
 // backwards, lease records included.
 Decision DecideGcra(const Limit& limit, GcraState& state, int64_t now_us, int64_t cost);
 
+// Credit<Algorithm>()
+//
+// Gives back `units` units charged earlier (docs/algorithms.md, "Credits"): never below empty,
+// and `state` is written only when something is given back (so no state stays no state). Always
+// allowed; the decision is a peek (cost 0) of the state after the credit. REQUIRES: as the
+// Decide functions, with 0 <= units <= kMaxCost.
+Decision CreditFixedWindow(const Limit& limit, FixedWindowState& state, int64_t now_us,
+                           int64_t units);
+Decision CreditSlidingWindow(const Limit& limit, SlidingWindowState& state, int64_t now_us,
+                             int64_t units);
+Decision CreditSlidingLog(const Limit& limit, SlidingLogState& state, int64_t now_us,
+                          int64_t units);
+Decision CreditTokenBucket(const Limit& limit, TokenBucketState& state, int64_t now_us,
+                           int64_t units);
+Decision CreditGcra(const Limit& limit, GcraState& state, int64_t now_us, int64_t units);
+
 }  // namespace sluice::algorithm
 
 #endif  // SLUICE_ALGORITHM_ALGORITHM_H_

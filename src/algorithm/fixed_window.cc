@@ -64,4 +64,16 @@ Decision DecideFixedWindowCounting(const Limit& limit, FixedWindowState& state, 
   return Denied(l, remaining, reset_after, reset_after);
 }
 
+Decision CreditFixedWindow(const Limit& limit, FixedWindowState& state, int64_t now_us,
+                           int64_t units) {
+  const int64_t l = limit.limit;
+  const int64_t period = limit.period.count();
+  // The window a check would count in; a credit to an earlier window finds nothing to give back.
+  const int64_t window = AlignDown(std::max(now_us, state.window_start_us), period);
+  const int64_t count = state.window_start_us < window ? 0 : state.count;
+  const int64_t after = count - std::min(units, count);
+  if (after < count) state = {.window_start_us = window, .count = after};
+  return Admitted(l, std::max<int64_t>(0, l - after), window + period - now_us);
+}
+
 }  // namespace sluice::algorithm

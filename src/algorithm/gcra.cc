@@ -139,4 +139,35 @@ Decision DecideGcra(const Limit& limit, GcraState& state, int64_t now_us, int64_
   return Denied(burst, tolerance.Remaining(r.floored), reset_after(r.tat), retry_after);
 }
 
+Decision CreditGcra(const Limit& limit, GcraState& state, int64_t now_us, int64_t units) {
+  const int64_t rate = limit.limit;
+  const int64_t period = limit.period.count();
+  const int64_t burst = limit.Capacity();
+  const internal::GcraReading r = internal::ReadGcra(limit, state, now_us);
+  const int64_t given = std::min(units, burst) * period;
+  TatOffset tat{};
+  if (r.floored.dt > 2 * (burst * period / rate) + 1) {
+    // A debt above 2 * B * P (after a backward time step): never formed as one number, and the
+    // credit cannot reach the running leases' floor (at most B * P), so it is the pair
+    // tat_f - u' * T, borrowing a microsecond for the fraction.
+    tat = {.dt = r.floored.dt - given / rate, .frac = r.floored.frac - given % rate};
+    if (tat.frac < 0) {
+      tat.frac += rate;
+      --tat.dt;
+    }
+  } else {
+    // D(tat_f) <= 2 * B * P + 2 * rate < 2^52: as token_bucket.cc, on the debt.
+    const int64_t debt = r.floored.dt * rate + r.floored.frac;
+    const int64_t after =
+        internal::CreditedScaled(state.leases, debt, units, burst, period, now_us);
+    tat = {.dt = after / rate, .frac = after % rate};
+  }
+  if (tat < r.floored) {
+    state.tat_us = now_us + tat.dt;
+    state.tat_frac = tat.frac;
+    internal::PruneEnded(state.leases, now_us);
+  }
+  return DecideGcra(limit, state, now_us, 0);
+}
+
 }  // namespace sluice::algorithm

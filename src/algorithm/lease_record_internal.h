@@ -69,6 +69,30 @@ inline void PruneEnded(std::vector<LeaseEntry>& leases, int64_t now_us) {
   std::erase_if(leases, [now_us](const LeaseEntry& e) { return e.ends_us <= now_us; });
 }
 
+// CreditedScaled()
+//
+// A credit of `units` (docs/algorithms.md, "Credits") on the scaled amount `floored` that a
+// decision at `now_us` reads (a token bucket's deficit, GCRA's debt D): returns the amount to
+// write, max(0, floored - min(units, burst) * period), and takes the units that amount falls short
+// of the running leases' floor G(now) * P off those leases, the earliest ending first (holders
+// spend their earliest-ending units first, so those are the likeliest spent), so that the next
+// read does not floor it back (the credited units were spent, from a lease or not).
+// REQUIRES: floored <= 2^51.
+inline int64_t CreditedScaled(std::vector<LeaseEntry>& leases, int64_t floored, int64_t units,
+                              int64_t burst, int64_t period, int64_t now_us) {
+  const int64_t after = std::max<int64_t>(0, floored - std::min(units, burst) * period);
+  const int64_t running = RunningUnits(leases, burst, now_us) * period;
+  int64_t shortfall = after < running ? CeilDiv(running - after, period) : 0;
+  for (auto it = leases.begin(); it != leases.end() && shortfall > 0; ++it) {
+    if (it->ends_us <= now_us) continue;
+    const int64_t taken = std::min(shortfall, it->granted);
+    it->granted -= taken;
+    shortfall -= taken;
+  }
+  std::erase_if(leases, [](const LeaseEntry& e) { return e.granted == 0; });
+  return after;
+}
+
 // A token bucket's state as a decision at `now` reads it.
 struct TokenBucketReading {
   int64_t t;    // max(now, updated): refill stops while the clock is behind `updated`

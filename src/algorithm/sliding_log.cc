@@ -47,4 +47,18 @@ Decision DecideSlidingLog(const Limit& limit, SlidingLogState& state, int64_t no
   return Denied(l, std::max<int64_t>(0, l - n), reset_after, kth_oldest + period - now_us);
 }
 
+Decision CreditSlidingLog(const Limit& limit, SlidingLogState& state, int64_t now_us,
+                          int64_t units) {
+  auto& entries = state.entries_us;
+  const auto first_live =
+      std::upper_bound(entries.begin(), entries.end(), now_us - limit.period.count());
+  const auto live = static_cast<int64_t>(std::distance(first_live, entries.end()));
+  // The newest entries go (a lease's, at its end, included). Entries that no longer count stay,
+  // as after any write but an admission: they count again after a backward time step, in the
+  // Redis log too.
+  const int64_t given = std::min(units, live);
+  entries.erase(entries.end() - given, entries.end());
+  return DecideSlidingLog(limit, state, now_us, 0);
+}
+
 }  // namespace sluice::algorithm

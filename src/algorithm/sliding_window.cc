@@ -118,4 +118,15 @@ Decision DecideSlidingWindow(const Limit& limit, SlidingWindowState& state, int6
   return Denied(w.l, w.Remaining(w.current), w.ResetAfter(w.current), w.RetryAfter(cost));
 }
 
+Decision CreditSlidingWindow(const Limit& limit, SlidingWindowState& state, int64_t now_us,
+                             int64_t units) {
+  const Window w = Roll(limit, state, now_us);
+  // Only the current window's count goes down: the previous window's weight is what it spent.
+  const int64_t current_after = w.current - std::min(units, w.current);
+  if (current_after < w.current) {
+    state = {.window_start_us = w.start, .current = current_after, .previous = w.previous};
+  }
+  return Admitted(w.l, w.Remaining(current_after), w.ResetAfter(current_after));
+}
+
 }  // namespace sluice::algorithm

@@ -98,4 +98,20 @@ Decision DecideTokenBucket(const Limit& limit, TokenBucketState& state, int64_t 
                 retry_after);
 }
 
+Decision CreditTokenBucket(const Limit& limit, TokenBucketState& state, int64_t now_us,
+                           int64_t units) {
+  const int64_t period = limit.period.count();
+  const internal::TokenBucketReading r = internal::ReadTokenBucket(limit, state, now_us);
+  // Up to a full bucket goes back (units * period stays <= 2^50), from the deficit a check would
+  // decide on, and from the running leases' floors where the deficit alone falls short.
+  const int64_t deficit = internal::CreditedScaled(state.leases, r.floored, units,
+                                                   limit.Capacity(), period, now_us);
+  if (deficit < r.floored) {
+    state.deficit = deficit;
+    state.updated_us = r.t;
+    internal::PruneEnded(state.leases, now_us);
+  }
+  return DecideTokenBucket(limit, state, now_us, 0);
+}
+
 }  // namespace sluice::algorithm

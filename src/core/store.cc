@@ -37,6 +37,10 @@ absl::Status ValidateChecks(std::span<const LimitCheck> checks) {
       return absl::InvalidArgumentError(absl::StrCat("checks[", i, "].", s.message()));
     }
     if (!checks[i].count_rejected) continue;
+    if (checks[i].refund) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checks[", i, "].refund: a credit gives units back; it does not count rejected hits"));
+    }
     // Counting rejected hits is the reference's fixed window, decided on its own: in an
     // all-or-nothing call a check that records even when denied has no meaning.
     if (checks[i].limit.algorithm != Algorithm::kFixedWindow) {
@@ -95,6 +99,12 @@ void Store::CheckAllAsync(std::span<const LimitCheck> checks, MultiDecisionCallb
 absl::StatusOr<Decision> Store::Check(std::string_view key, const Limit& limit, int64_t cost) {
   SLUICE_RETURN_IF_ERROR(ValidateCheck(key, limit, cost));
   const LimitCheck check{.key = std::string(key), .limit = limit, .cost = cost};
+  return OnlyDecision(DecideAndWait({&check, 1}));
+}
+
+absl::StatusOr<Decision> Store::Refund(std::string_view key, const Limit& limit, int64_t units) {
+  SLUICE_RETURN_IF_ERROR(ValidateCheck(key, limit, units));
+  const LimitCheck check{.key = std::string(key), .limit = limit, .cost = units, .refund = true};
   return OnlyDecision(DecideAndWait({&check, 1}));
 }
 

@@ -71,6 +71,7 @@ enum class Field : uint8_t {
   kEntries,               // RateLimitDescriptor.entries
   kLimit,                 // RateLimitDescriptor.limit
   kDescriptorHitsAddend,  // RateLimitDescriptor.hits_addend (google.protobuf.UInt64Value)
+  kIsNegativeHits,        // RateLimitDescriptor.is_negative_hits (bool)
   kKey,                   // Entry.key
   kValue,                 // Entry.value
   kRequestsPerUnit,       // RateLimitOverride.requests_per_unit (uint32)
@@ -90,6 +91,7 @@ Field FieldNamed(Where where, std::string_view key) {
       if (key == "entries") return Field::kEntries;
       if (key == "limit") return Field::kLimit;
       if (key == "hitsAddend" || key == "hits_addend") return Field::kDescriptorHitsAddend;
+      if (key == "isNegativeHits" || key == "is_negative_hits") return Field::kIsNegativeHits;
       break;
     case Where::kEntry:
       if (key == "key") return Field::kKey;
@@ -235,7 +237,13 @@ class RequestHandler {
     return OnNumber(s, ec);
   }
   bool on_double(double /*d*/, JsonView /*s*/, boost::json::error_code& ec) { return GiveUp(ec); }
-  bool on_bool(bool /*b*/, boost::json::error_code& ec) { return GiveUp(ec); }
+  bool on_bool(bool b, boost::json::error_code& ec) {
+    const Field field = pending_;
+    pending_ = Field::kNone;
+    if (field != Field::kIsNegativeHits) return GiveUp(ec);
+    descriptor_->set_is_negative_hits(b);
+    return true;
+  }
   bool on_null(boost::json::error_code& ec) { return GiveUp(ec); }
   bool on_comment_part(JsonView /*s*/, boost::json::error_code& ec) { return GiveUp(ec); }
   bool on_comment(JsonView /*s*/, boost::json::error_code& ec) { return GiveUp(ec); }

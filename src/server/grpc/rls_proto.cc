@@ -63,6 +63,7 @@ absl::StatusOr<RlsRequest> FromProto(const RateLimitRequest& proto) {
     out.entries.reserve(d.entries_size());
     for (const auto& e : d.entries()) out.entries.push_back({e.key(), e.value()});
     if (d.has_hits_addend()) out.hits_addend = d.hits_addend().value();
+    out.is_negative_hits = d.is_negative_hits();
     if (d.has_limit()) {
       absl::StatusOr<RateLimitUnit> unit = OverrideUnit(d.limit().unit());
       if (!unit.ok()) {

@@ -13,6 +13,11 @@ constexpr uint32_t kUnlimitedRemaining = std::numeric_limits<uint32_t>::max();
 RuleStats StatsFor(const PlannedLimit& l, const LimitResult& r, bool over, float ratio) {
   RuleStats s;
   const auto hits = static_cast<uint64_t>(l.hits);
+  if (l.refund) {
+    // The reference counts a refund's hits in total_negative_hits and nowhere else.
+    s.total_negative_hits = hits;
+    return s;
+  }
   s.total_hits = hits;
   if (r.from_cache) {
     s.over_limit = hits;

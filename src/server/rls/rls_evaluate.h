@@ -14,6 +14,8 @@
 // limit; over_limit for the hits above the limit (the hits that crossed the near-limit threshold
 // on the way count as near_limit); over_limit_with_local_cache for hits the over-limit cache
 // denied; shadow_mode for a shadow-mode limit's over-limit hits, which also count as over_limit.
+// A refund (is_negative_hits) is never over: its descriptor is OK with what remains after it, and
+// its hits count in total_negative_hits only.
 //
 // Example:
 //   Evaluation e = Evaluate(plan, results, EvaluateOptions{.near_limit_ratio = 0.8f});

@@ -61,7 +61,7 @@ void PlanExecutor::StartRoundOne(const std::shared_ptr<Run>& run) {
   for (size_t i = 0; i < limits.size(); ++i) {
     const PlannedLimit& l = limits[i];
     LimitResult& r = run->results[i];
-    if (!l.limit.has_value()) r.decision = DeniedWithoutStore(l.reported, clock_.EpochNow());
+    if (!l.limit.has_value()) r.decision = DeniedWithoutStore(l, clock_.EpochNow());
   }
   for (size_t i = 0; i < limits.size(); ++i) {
     const PlannedLimit& l = limits[i];
@@ -72,6 +72,7 @@ void PlanExecutor::StartRoundOne(const std::shared_ptr<Run>& run) {
     StartReferenceRoundOne(run);
     return;
   }
+  std::vector<size_t> refunds;
   std::vector<size_t> shadow;
   std::vector<size_t> quota;
   std::vector<size_t> zero_hit;
@@ -79,7 +80,9 @@ void PlanExecutor::StartRoundOne(const std::shared_ptr<Run>& run) {
   for (size_t i = 0; i < limits.size(); ++i) {
     const PlannedLimit& l = limits[i];
     if (run->results[i].decision.has_value()) continue;
-    if (l.shadow) {
+    if (l.refund) {
+      refunds.push_back(i);
+    } else if (l.shadow) {
       shadow.push_back(i);
     } else if (l.quota) {
       quota.push_back(i);
@@ -93,8 +96,11 @@ void PlanExecutor::StartRoundOne(const std::shared_ptr<Run>& run) {
   // it rejects counts nothing anywhere.
   if (!run->known_over && costed && !zero_hit.empty()) run->gated = std::move(zero_hit);
 
-  run->pending.store(1 + (shadow.empty() ? 0 : 1) + static_cast<int>(quota.size()) +
-                     (run->gated.empty() ? 0 : 1));
+  run->pending.store(1 + (refunds.empty() ? 0 : 1) + (shadow.empty() ? 0 : 1) +
+                     static_cast<int>(quota.size()) + (run->gated.empty() ? 0 : 1));
+  // Refunds are given back whatever the request's other limits decide (the reference's): one call
+  // of their own, which always passes.
+  if (!refunds.empty()) CheckTogether(run, std::move(refunds), /*peek=*/false);
   if (!shadow.empty()) CheckTogether(run, std::move(shadow), /*peek=*/false);
   for (size_t i : quota) {
     const PlannedLimit& l = limits[i];
@@ -148,7 +154,8 @@ void PlanExecutor::CheckTogether(const std::shared_ptr<Run>& run, std::vector<si
   std::vector<LimitCheck>& checks = run->checks.emplace_back();
   for (size_t i : indexes) {
     const PlannedLimit& l = run->plan->limits[i];
-    checks.push_back({.key = l.key, .limit = *l.limit, .cost = peek ? 0 : l.hits});
+    checks.push_back(
+        {.key = l.key, .limit = *l.limit, .cost = peek ? 0 : l.hits, .refund = l.refund});
   }
   // One call whatever the count: the store takes its cheaper path for a single check itself.
   store_.CheckAllAsync(
@@ -177,7 +184,8 @@ void PlanExecutor::StartReferenceRoundOne(const std::shared_ptr<Run>& run) {
   std::vector<size_t> peeks;
   for (size_t i = 0; i < plan.limits.size(); ++i) {
     if (run->results[i].decision.has_value()) continue;
-    // The reference's GET before its INCRBYs, for the fixed windows it would stop.
+    // The reference's GET before its INCRBYs, for the fixed windows it would stop (a refund is
+    // never stopped: it does not count rejected hits).
     const bool peek = plan.stop_increment_when_over_limit && plan.limits[i].count_rejected;
     (peek ? peeks : alone).push_back(i);
   }
@@ -233,7 +241,8 @@ void PlanExecutor::CheckAlone(const std::shared_ptr<Run>& run, size_t i, bool pe
   checks.push_back({.key = l.key,
                     .limit = *l.limit,
                     .cost = peek ? 0 : l.hits,
-                    .count_rejected = l.count_rejected});
+                    .count_rejected = l.count_rejected,
+                    .refund = l.refund});
   store_.CheckAllAsync(checks, [this, run, i, peek](absl::StatusOr<MultiDecision> m) {
     if (m.ok() && m->decisions.size() == 1) {
       LimitResult& r = run->results[i];

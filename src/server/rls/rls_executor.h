@@ -4,7 +4,8 @@
 // Round 1, all at once: the shadow-mode limits (one all-or-nothing call of their own, never
 // denying the request); each quota-mode limit on its own (it counts the request whenever it admits
 // it, as the reference's do); and, when the request mixes 0-hit checks with hits, a peek at the
-// 0-hit limits. Round 2: the enforced limits, all-or-nothing in one call, so a request rejected by
+// 0-hit limits; and the refunds (is_negative_hits), in one call of their own that always passes,
+// whatever the other limits decide. Round 2: the enforced limits, all-or-nothing in one call, so a request rejected by
 // one limit consumes none of the others. Round 2 only peeks (cost 0) when the request is already
 // known to be over: a `requests_per_unit: 0` limit, an exhausted 0-hit
 // check, or every quota-mode descriptor over.
@@ -15,7 +16,8 @@
 // stop_increment_when_over_limit, round 1 peeks at every fixed window (the reference's GET) and
 // decides the other limits; round 2 then counts every fixed window when none would go past its
 // limit, else only those that would (the reference increments those), the others keeping their
-// peek. Limits of sluice's other algorithms keep sluice's counting, each on its own.
+// peek. Limits of sluice's other algorithms keep sluice's counting, each on its own. Refunds are
+// each their own call there too.
 //
 // Each store answer writes only its own limits' results; a counter of outstanding calls (acquire
 // and release) orders those writes before the round that reads them, so answers may arrive on any

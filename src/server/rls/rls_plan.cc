@@ -101,6 +101,7 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
     if (d.limit.has_value()) {
       plan.limits.push_back(OverrideLimit(request, i, hits));
       plan.limits.back().quota = options.global_quota_mode;
+      plan.limits.back().refund = d.is_negative_hits;
       continue;
     }
     std::optional<RuleMatch> match = config->Match(request.domain, d.entries);
@@ -122,7 +123,8 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
                            .limit = rl.limit,
                            .hits = hits,
                            .shadow = rule.shadow_mode,
-                           .quota = rule.quota_mode || options.global_quota_mode};
+                           .quota = rule.quota_mode || options.global_quota_mode,
+                           .refund = d.is_negative_hits};
       if (planned.limit.has_value()) {
         planned.key = StoreKey(request.domain, match->counter_entries, *planned.limit);
       }
@@ -132,7 +134,8 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
   if (options.reference_semantics) {
     // The reference's limits are all fixed windows; sluice's other algorithms keep their counting.
     for (PlannedLimit& l : plan.limits) {
-      l.count_rejected = l.limit.has_value() && l.limit->algorithm == Algorithm::kFixedWindow;
+      l.count_rejected =
+          !l.refund && l.limit.has_value() && l.limit->algorithm == Algorithm::kFixedWindow;
     }
   }
   if (!replaced.empty()) {
@@ -152,6 +155,7 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
 }
 
 bool IsOver(const PlannedLimit& limit, const Decision& decision) {
+  if (limit.refund) return false;
   if (limit.count_rejected) return !decision.allowed;
   return !decision.allowed || (limit.hits == 0 && decision.remaining <= 0);
 }
@@ -184,10 +188,12 @@ bool AllQuotaDescriptorsOver(const Plan& plan, const std::vector<LimitResult>& r
   return any;
 }
 
-Decision DeniedWithoutStore(const RlsLimit& reported, std::chrono::microseconds epoch_now) {
+Decision DeniedWithoutStore(const PlannedLimit& planned, std::chrono::microseconds epoch_now) {
+  const RlsLimit& reported = planned.reported;
   const std::chrono::microseconds period =
       RateLimitUnitDuration(reported.unit) * std::max<uint32_t>(1, reported.unit_multiplier);
-  return Decision{.allowed = false,
+  // A refund to it has nothing to give back, and is OK as every refund.
+  return Decision{.allowed = planned.refund,
                   .limit = 0,
                   .remaining = 0,
                   .reset_after = period - epoch_now % period,

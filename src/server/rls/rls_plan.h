@@ -10,7 +10,9 @@
 //    answer OK without a store call; `requests_per_unit: 0` denies without one;
 //  - hits: the descriptor's hits_addend wins even when 0 (a check that records nothing), else
 //    max(1, the request's);
-//  - `replaces`: a matched limit named by another matched rule is dropped, its counter untouched.
+//  - `replaces`: a matched limit named by another matched rule is dropped, its counter untouched;
+//  - is_negative_hits: the descriptor's hits are given back to its limits (PlannedLimit::refund),
+//    as envoyproxy/ratelimit does: never below empty, and the descriptor is OK.
 // The plan holds no protobuf and no reference to the request: it owns its keys and names.
 //
 // Example:
@@ -59,9 +61,13 @@ struct PlannedLimit {
   // Exact-reference mode, a fixed window: decided on its own, counting rejected hits
   // (LimitCheck::count_rejected), over when its counter passes the limit.
   bool count_rejected = false;
+  // Its descriptor's is_negative_hits: `hits` are given back (LimitCheck::refund). A refund is
+  // never over, in any mode.
+  bool refund = false;
 
-  // True for a limit that is neither shadow nor quota mode: it alone can deny the request.
-  bool Enforced() const { return !shadow && !quota; }
+  // True for a limit that is neither shadow nor quota mode nor a refund: it alone can deny the
+  // request.
+  bool Enforced() const { return !shadow && !quota && !refund; }
 };
 
 struct Plan {
@@ -121,7 +127,8 @@ struct LimitResult {
   std::optional<Decision> decision{};
   // True when the over-limit cache answered instead of the store.
   bool from_cache = false;
-  // True when the store recorded the hits (an admitted check that was not a peek).
+  // True when the store recorded the hits (an admitted check that was not a peek; for a refund,
+  // gave them back).
   bool counted = false;
   // True when the limit was only peeked at, because the request was already rejected; its decision
   // then says whether its own hits would have fit (see PlanExecutor).
@@ -150,10 +157,10 @@ bool AllQuotaDescriptorsOver(const Plan& plan, const std::vector<LimitResult>& r
 
 // DeniedWithoutStore()
 //
-// Returns the decision of a `requests_per_unit: 0` limit reported as `reported`, at `epoch_now`:
-// denied, nothing remaining, never passing, and resetting at the end of the current window of its
-// unit (aligned to the Unix epoch, as the reference reports it).
-Decision DeniedWithoutStore(const RlsLimit& reported, std::chrono::microseconds epoch_now);
+// Returns the decision of a `requests_per_unit: 0` limit `planned`, at `epoch_now`: denied (a
+// refund allowed), nothing remaining, never passing, and resetting at the end of the current
+// window of its unit (aligned to the Unix epoch, as the reference reports it).
+Decision DeniedWithoutStore(const PlannedLimit& planned, std::chrono::microseconds epoch_now);
 
 }  // namespace sluice::server
 

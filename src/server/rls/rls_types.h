@@ -36,6 +36,9 @@ struct RlsDescriptor {
   // The descriptor's own hits_addend, when set (it wins even when 0).
   std::optional<uint64_t> hits_addend{};
   std::optional<LimitOverride> limit{};
+  // Envoy's is_negative_hits: the hits are given back to the matched limits (a credit, never
+  // below empty), and the descriptor is answered OK.
+  bool is_negative_hits = false;
 };
 
 // A request. Non-owning: `domain` and the entries view the caller's strings, which must outlive

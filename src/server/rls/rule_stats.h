@@ -27,6 +27,8 @@ struct RuleStats {
   uint64_t over_limit = 0;
   uint64_t over_limit_with_local_cache = 0;
   uint64_t shadow_mode = 0;
+  // Units given back by credits (Envoy's is_negative_hits), which count in no other field.
+  uint64_t total_negative_hits = 0;
 };
 
 // What one limit adds to its stats key's counters.

@@ -208,6 +208,7 @@ void Metrics::AddRuleStats(absl::string_view domain, absl::string_view stats_key
   c.over_limit.fetch_add(s.over_limit, std::memory_order_relaxed);
   c.over_limit_with_local_cache.fetch_add(s.over_limit_with_local_cache, std::memory_order_relaxed);
   c.shadow_mode.fetch_add(s.shadow_mode, std::memory_order_relaxed);
+  c.total_negative_hits.fetch_add(s.total_negative_hits, std::memory_order_relaxed);
 }
 
 void Metrics::CountDomainNotFound(absl::string_view domain, uint64_t descriptors) {
@@ -307,13 +308,14 @@ struct RuleMetric {
   absl::string_view stat;
   absl::string_view help;
 };
-constexpr std::array<RuleMetric, 6> kRuleMetrics = {{
+constexpr std::array<RuleMetric, 7> kRuleMetrics = {{
     {"total_hits", "Hits seen per rate limit."},
     {"within_limit", "Hits within the limit (near-limit hits included)."},
     {"near_limit", "Hits within the limit but above the near-limit ratio of it."},
     {"over_limit", "Hits over the limit (shadow-mode ones included)."},
     {"over_limit_with_local_cache", "Hits the over-limit cache denied without a store call."},
     {"shadow_mode", "Hits over the limit of shadow-mode rules (not denied)."},
+    {"total_negative_hits", "Hits given back by refunds (is_negative_hits) per rate limit."},
 }};
 
 }  // namespace
@@ -321,7 +323,7 @@ constexpr std::array<RuleMetric, 6> kRuleMetrics = {{
 uint64_t Metrics::RuleValue(const RuleCounters& c, size_t metric) {
   const std::array<const std::atomic<uint64_t>*, kRuleMetrics.size()> values = {
       &c.total_hits, &c.within_limit, &c.near_limit, &c.over_limit, &c.over_limit_with_local_cache,
-      &c.shadow_mode};
+      &c.shadow_mode, &c.total_negative_hits};
   return values[metric]->load(std::memory_order_relaxed);
 }
 

@@ -217,6 +217,7 @@ class Metrics final : public RlsObserver {
     std::atomic<uint64_t> over_limit{0};
     std::atomic<uint64_t> over_limit_with_local_cache{0};
     std::atomic<uint64_t> shadow_mode{0};
+    std::atomic<uint64_t> total_negative_hits{0};
   };
   struct DomainCounter {
     std::string domain;

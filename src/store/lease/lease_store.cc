@@ -45,10 +45,11 @@ bool IsWindow(Algorithm algorithm) {
   return algorithm == Algorithm::kFixedWindow || algorithm == Algorithm::kSlidingWindow;
 }
 
-// True when a check counts rejected hits (LimitCheck::count_rejected).
-bool CountsRejected(std::span<const LimitCheck> checks) {
+// True when a check counts rejected hits or is a credit (LimitCheck::count_rejected, refund):
+// neither can be decided from a lease.
+bool NeedsExactCall(std::span<const LimitCheck> checks) {
   return std::any_of(checks.begin(), checks.end(),
-                     [](const LimitCheck& c) { return c.count_rejected; });
+                     [](const LimitCheck& c) { return c.count_rejected || c.refund; });
 }
 
 bool HasRepeatedKey(std::span<const LimitCheck> checks) {
@@ -284,7 +285,7 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
     if (!allowed && over(i)) {
       d.remaining = 0;
       d.reset_after = std::max(d.reset_after, Until(e->denied_reset_at, now));
-      d.retry_after = Until(e->denied_until, now);
+      d.retry_after = Until(e->denied_retry_at, now);
     }
     return d;
   };
@@ -347,11 +348,20 @@ LeaseStore::LocalPass LeaseStore::Pass(std::span<const LimitCheck> checks, bool 
 }
 
 void LeaseStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) {
-  // A check counting rejected hits records even when denied, which a lease cannot promise: it
-  // takes the exact path.
-  if (HasRepeatedKey(checks) || CountsRejected(checks)) {
+  // A check counting rejected hits records even when denied, which a lease cannot promise, and a
+  // credit gives units back to the store's state: both take the exact path.
+  if (HasRepeatedKey(checks) || NeedsExactCall(checks)) {
     exact_calls_.fetch_add(1, std::memory_order_relaxed);
-    DecideOn(inner(), checks, std::move(done));
+    if (std::none_of(checks.begin(), checks.end(), [](const LimitCheck& c) { return c.refund; })) {
+      DecideOn(inner(), checks, std::move(done));
+      return;
+    }
+    DecideOn(inner(), checks,
+             [this, kept = std::vector<LimitCheck>(checks.begin(), checks.end()),
+              done = std::move(done)](absl::StatusOr<MultiDecision> m) mutable {
+               if (m.ok() && m->allowed) ForgetDenials(kept);
+               std::move(done)(std::move(m));
+             });
     return;
   }
   LocalPass pass = Pass(checks, /*plan_call=*/true);
@@ -391,8 +401,19 @@ void LeaseStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCallbac
 }
 
 std::optional<MultiDecision> LeaseStore::DecideLocally(std::span<const LimitCheck> checks) {
-  if (HasRepeatedKey(checks) || CountsRejected(checks)) return std::nullopt;
+  if (HasRepeatedKey(checks) || NeedsExactCall(checks)) return std::nullopt;
   return Pass(checks, /*plan_call=*/false).answer;
+}
+
+void LeaseStore::ForgetDenials(std::span<const LimitCheck> checks) {
+  for (const LimitCheck& check : checks) {
+    if (!check.refund || check.cost == 0) continue;
+    Shard& s = shards_[ShardOf(check.key)];
+    MutexLock lock(&s.mu);
+    if (auto it = s.entries.find(AbslView(check.key)); it != s.entries.end()) {
+      it->second.denied_until = Time{};
+    }
+  }
 }
 
 void LeaseStore::Refill(const LimitCheck& check) {
@@ -435,7 +456,8 @@ void LeaseStore::Apply(std::span<const LimitCheck> checks, std::span<const Lease
     e.store_remaining = d.remaining;
     e.reset_at = sent + d.reset_after;
     if (!d.allowed && checks[i].cost > 0 && d.retry_after > microseconds::zero()) {
-      e.denied_until = sent + d.retry_after;
+      e.denied_until = sent + std::min<microseconds>(d.retry_after, options_.remember_denial);
+      e.denied_retry_at = sent + d.retry_after;
       e.denied_reset_at = sent + d.reset_after;
       e.denied_cost = checks[i].cost;
     }

@@ -7,7 +7,11 @@
 // before they are spent, so no instance admits what Redis did not grant: over-admission is
 // impossible by construction. A refill starts in the background before a busy key's lease runs
 // out (at most one leasing call in flight per key), and a denial is answered from memory until
-// the retry_after Redis gave (nothing can pass before then).
+// the retry_after Redis gave (nothing can pass before then), but for at most `remember_denial`:
+// a credit (LimitCheck::refund) through another instance can give units back before then, and is
+// seen here within that bound. A credit is always an exact call; through this instance it also
+// drops its key's remembered denial at once. Held leases are not touched by credits: their units
+// were granted, and stay this instance's to spend.
 //
 // Sizing: a lease asks for the units the key used locally over the last `refresh_target`, at most
 // `max_want`; the script grants at most half of what remains, so as a window fills every instance
@@ -67,6 +71,9 @@ struct LeaseOptions {
   // sliding_log (at most a 50th of the period: a leased entry counts that much longer than an
   // exact one); window leases end with their window. Default: 1 s.
   std::chrono::milliseconds ttl{1000};
+  // The longest a denial is answered from memory, however long its retry_after: how long a credit
+  // through another instance can go unseen here. Default: 1 s.
+  std::chrono::milliseconds remember_denial{1000};
   // Taken off every lease's end on the local clock, for clock rate differences. Default: 2 ms.
   std::chrono::microseconds end_margin{2000};
   // Keys held (with a lease, a denial, or a rate being measured); a full table leases no new key
@@ -145,8 +152,10 @@ class LeaseStore final : public StoreWrapper {
     Limit limit{};
     // Grants not yet spent or ended; spent earliest-ending first.
     std::array<Slot, 4> slots{};
-    // A denial of at least `denied_cost` is answered locally before `denied_until`.
+    // A denial of at least `denied_cost` is answered locally before `denied_until` (at most
+    // remember_denial after it was learnt), with the retry_after `denied_retry_at` the store gave.
     Time denied_until{};
+    Time denied_retry_at{};
     Time denied_reset_at{};
     int64_t denied_cost = 0;
     // What the store said at its last answer: what it had left, and when its state resets.
@@ -188,6 +197,8 @@ class LeaseStore final : public StoreWrapper {
   // Tries to decide `checks` from memory; with `plan_call`, says what to ask the store for when
   // it cannot (and marks the keys as leasing).
   LocalPass Pass(std::span<const LimitCheck> checks, bool plan_call);
+  // Drops the remembered denials of the keys `checks` credited (the call passed).
+  void ForgetDenials(std::span<const LimitCheck> checks);
   // Starts a background refill of `check`'s key.
   void Refill(const LimitCheck& check);
   // Applies the store's answer to a leasing call made at `sent`.

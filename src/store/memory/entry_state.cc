@@ -27,11 +27,11 @@ EntryState CopyState(const Slot& slot) {
 }
 
 Decision DecideOnState(const Limit& limit, EntryState& state, int64_t now_us, int64_t cost,
-                       bool count_rejected) {
+                       CheckMode mode) {
   if (limit.algorithm == Algorithm::kSlidingLog) {
-    return algorithm::DecideSlidingLog(limit, *state.log, now_us, cost);
+    return DecideOnLog(limit, *state.log, now_us, cost, mode);
   }
-  return DecideOnWords(limit, state.word0, state.word1, now_us, cost, count_rejected);
+  return DecideOnWords(limit, state.word0, state.word1, now_us, cost, mode);
 }
 
 void StoreState(Slot& slot, EntryState state, int64_t expiry_us) {

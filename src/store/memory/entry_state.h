@@ -17,6 +17,7 @@
 
 #include "sluice/decision.h"
 #include "sluice/limit.h"
+#include "sluice/store.h"
 
 #include "src/algorithm/algorithm.h"
 #include "src/store/memory/slot.h"
@@ -43,20 +44,31 @@ EntryState FreshState(Algorithm algorithm);
 // Returns a copy of the state in `slot` (deep, for a sliding log).
 EntryState CopyState(const Slot& slot);
 
+// How a check acts on its state: LimitCheck's count_rejected and refund.
+enum class CheckMode : uint8_t { kCharge, kCountRejected, kCredit };
+
+inline CheckMode ModeOf(const LimitCheck& check) {
+  if (check.refund) return CheckMode::kCredit;
+  return check.count_rejected ? CheckMode::kCountRejected : CheckMode::kCharge;
+}
+
 // DecideOnWords()
 //
 // Decides on a two-word state, unpacking it into the algorithm's struct and packing it back. The
 // algorithms leave the struct untouched unless they record, so writing back is always safe.
-// `count_rejected` (LimitCheck::count_rejected) picks DecideFixedWindowCounting().
-// REQUIRES: limit.algorithm != kSlidingLog; count_rejected only for a fixed window.
+// `mode` picks DecideFixedWindowCounting() (kCountRejected) or the Credit functions (kCredit).
+// REQUIRES: limit.algorithm != kSlidingLog; kCountRejected only for a fixed window.
 inline Decision DecideOnWords(const Limit& limit, int64_t& word0, int64_t& word1, int64_t now_us,
-                              int64_t cost, bool count_rejected = false) {
+                              int64_t cost, CheckMode mode = CheckMode::kCharge) {
+  const bool credit = mode == CheckMode::kCredit;
   switch (limit.algorithm) {
     case Algorithm::kFixedWindow: {
       algorithm::FixedWindowState s{.window_start_us = word0, .count = word1};
-      const Decision d = count_rejected
-                             ? algorithm::DecideFixedWindowCounting(limit, s, now_us, cost)
-                             : algorithm::DecideFixedWindow(limit, s, now_us, cost);
+      const Decision d =
+          mode == CheckMode::kCharge          ? algorithm::DecideFixedWindow(limit, s, now_us, cost)
+          : mode == CheckMode::kCountRejected ? algorithm::DecideFixedWindowCounting(limit, s,
+                                                                                     now_us, cost)
+                                              : algorithm::CreditFixedWindow(limit, s, now_us, cost);
       word0 = s.window_start_us;
       word1 = s.count;
       return d;
@@ -65,7 +77,8 @@ inline Decision DecideOnWords(const Limit& limit, int64_t& word0, int64_t& word1
       constexpr int64_t kLow32 = 0xffffffff;
       algorithm::SlidingWindowState s{
           .window_start_us = word0, .current = word1 & kLow32, .previous = (word1 >> 32) & kLow32};
-      const Decision d = algorithm::DecideSlidingWindow(limit, s, now_us, cost);
+      const Decision d = credit ? algorithm::CreditSlidingWindow(limit, s, now_us, cost)
+                                : algorithm::DecideSlidingWindow(limit, s, now_us, cost);
       word0 = s.window_start_us;
       // Both counts are at most the limit, which ValidateLimit() bounds by 2^32 - 1.
       word1 = (s.current & kLow32) | ((s.previous & kLow32) << 32);
@@ -73,14 +86,16 @@ inline Decision DecideOnWords(const Limit& limit, int64_t& word0, int64_t& word1
     }
     case Algorithm::kTokenBucket: {
       algorithm::TokenBucketState s{.deficit = word0, .updated_us = word1};
-      const Decision d = algorithm::DecideTokenBucket(limit, s, now_us, cost);
+      const Decision d = credit ? algorithm::CreditTokenBucket(limit, s, now_us, cost)
+                                : algorithm::DecideTokenBucket(limit, s, now_us, cost);
       word0 = s.deficit;
       word1 = s.updated_us;
       return d;
     }
     case Algorithm::kGcra: {
       algorithm::GcraState s{.tat_us = word0, .tat_frac = word1};
-      const Decision d = algorithm::DecideGcra(limit, s, now_us, cost);
+      const Decision d = credit ? algorithm::CreditGcra(limit, s, now_us, cost)
+                                : algorithm::DecideGcra(limit, s, now_us, cost);
       word0 = s.tat_us;
       word1 = s.tat_frac;
       return d;
@@ -92,32 +107,42 @@ inline Decision DecideOnWords(const Limit& limit, int64_t& word0, int64_t& word1
   return Decision{};
 }
 
+// DecideOnLog()
+//
+// As DecideOnWords(), for the sliding log.
+inline Decision DecideOnLog(const Limit& limit, algorithm::SlidingLogState& log, int64_t now_us,
+                            int64_t cost, CheckMode mode) {
+  return mode == CheckMode::kCredit ? algorithm::CreditSlidingLog(limit, log, now_us, cost)
+                                    : algorithm::DecideSlidingLog(limit, log, now_us, cost);
+}
+
 // DecideOnSlot()
 //
 // Decides `cost` units of `limit` on the state stored in `slot`, updating it in place when the
 // request is recorded. REQUIRES: SlotAlgorithm(slot) == limit.algorithm. Inline, with
 // DecideOnWords(), because it is on every check's path.
 inline Decision DecideOnSlot(const Limit& limit, Slot& slot, int64_t now_us, int64_t cost,
-                             bool count_rejected = false) {
+                             CheckMode mode = CheckMode::kCharge) {
   if (limit.algorithm == Algorithm::kSlidingLog) {
-    return algorithm::DecideSlidingLog(limit, *SlotLog(slot), now_us, cost);
+    return DecideOnLog(limit, *SlotLog(slot), now_us, cost, mode);
   }
-  return DecideOnWords(limit, slot.state0, slot.state1, now_us, cost, count_rejected);
+  return DecideOnWords(limit, slot.state0, slot.state1, now_us, cost, mode);
 }
 
 // Records()
 //
-// Returns whether a check of `cost` decided as `decision` wrote its state: a cost > 0 admitted, or
-// any cost > 0 when it counts rejected hits.
-inline bool Records(const Decision& decision, int64_t cost, bool count_rejected) {
-  return cost > 0 && (decision.allowed || count_rejected);
+// Returns whether a check of `cost` decided as `decision` on a stored state wrote it: a cost > 0
+// admitted (a credit always is), or any cost > 0 when it counts rejected hits. A credit never
+// writes a state that was not stored (the callers do not store it).
+inline bool Records(const Decision& decision, int64_t cost, CheckMode mode) {
+  return cost > 0 && (decision.allowed || mode == CheckMode::kCountRejected);
 }
 
 // DecideOnState()
 //
 // As DecideOnSlot(), on a detached state. REQUIRES: state.algorithm == limit.algorithm.
 Decision DecideOnState(const Limit& limit, EntryState& state, int64_t now_us, int64_t cost,
-                       bool count_rejected = false);
+                       CheckMode mode = CheckMode::kCharge);
 
 // StoreState()
 //

@@ -182,21 +182,20 @@ absl::StatusOr<Decision> MemoryStoreImpl::DecideOne(const LimitCheck& check) {
   internal::ShardLock lock(&shard.mu);
   shard.MaybeSweep(now_us);
   Slot* slot = shard.FindLive(probe, now_us);
+  const internal::CheckMode mode = internal::ModeOf(check);
   if (slot != nullptr && internal::SlotAlgorithm(*slot) == limit.algorithm) {
-    const Decision decision =
-        internal::DecideOnSlot(limit, *slot, now_us, cost, check.count_rejected);
-    if (internal::Records(decision, cost, check.count_rejected)) {
+    const Decision decision = internal::DecideOnSlot(limit, *slot, now_us, cost, mode);
+    if (internal::Records(decision, cost, mode)) {
       internal::SetMeta(*slot, limit.algorithm, now_us + decision.reset_after.count());
     }
     return decision;
   }
   // No state under this algorithm. Decide on a fresh one and store it only if the check records:
-  // a peek or a denial (unless it counts rejected hits) leaves a key that another algorithm uses
-  // untouched.
+  // a peek, a credit or a denial (unless it counts rejected hits) leaves a key that another
+  // algorithm uses untouched, and creates none.
   EntryState fresh = internal::FreshState(limit.algorithm);
-  const Decision decision =
-      internal::DecideOnState(limit, fresh, now_us, cost, check.count_rejected);
-  if (!internal::Records(decision, cost, check.count_rejected)) return decision;
+  const Decision decision = internal::DecideOnState(limit, fresh, now_us, cost, mode);
+  if (check.refund || !internal::Records(decision, cost, mode)) return decision;
   if (slot == nullptr) {
     slot = shard.Insert(probe, now_us, {});
     if (slot == nullptr) return shard.DenyForRoom(limit);
@@ -274,16 +273,21 @@ MultiDecision MemoryStoreImpl::CheckAllLocked(std::span<const LimitCheck> checks
             ? work.state->algorithm == check.limit.algorithm
             : work.slot != nullptr && internal::SlotAlgorithm(*work.slot) == check.limit.algorithm;
     Decision& decision = result.decisions[i];
+    const internal::CheckMode mode = internal::ModeOf(check);
+    bool records = false;
     if (stored_matches) {
       if (!work.state.has_value()) work.state = internal::CopyState(*work.slot);
-      decision = internal::DecideOnState(check.limit, *work.state, now_us, check.cost);
+      decision = internal::DecideOnState(check.limit, *work.state, now_us, check.cost, mode);
+      records = decision.allowed && check.cost > 0;
     } else {
-      // As in Check(): another algorithm's state gives way only to a check that records.
+      // As in Check(): another algorithm's state gives way only to a check that records, and a
+      // credit creates no state.
       EntryState fresh = internal::FreshState(check.limit.algorithm);
-      decision = internal::DecideOnState(check.limit, fresh, now_us, check.cost);
-      if (decision.allowed && check.cost > 0) work.state = std::move(fresh);
+      decision = internal::DecideOnState(check.limit, fresh, now_us, check.cost, mode);
+      records = decision.allowed && check.cost > 0 && !check.refund;
+      if (records) work.state = std::move(fresh);
     }
-    if (decision.allowed && check.cost > 0) {
+    if (records) {
       work.dirty = true;
       work.expiry_us = now_us + decision.reset_after.count();
     }

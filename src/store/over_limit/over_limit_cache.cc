@@ -13,7 +13,8 @@ void OverLimitCache::Add(absl::string_view key, int64_t limit, int64_t cost,
   const size_t bytes = EntryBytes(key);
   if (bytes > max_bytes_) return;
   MutexLock lock(&mu_);
-  const Entry entry{.until = now + retry_after,
+  const Entry entry{.until = now + std::min(retry_after, max_life_),
+                    .retry_at = now + retry_after,
                     .reset_at = now + std::max(retry_after, reset_after),
                     .limit = limit,
                     .cost = cost};
@@ -45,6 +46,11 @@ void OverLimitCache::Erase(absl::flat_hash_map<std::string, Entry>::iterator it)
   entries_.erase(it);
 }
 
+void OverLimitCache::Forget(absl::string_view key) {
+  MutexLock lock(&mu_);
+  if (auto it = entries_.find(key); it != entries_.end()) Erase(it);
+}
+
 size_t OverLimitCache::entries() const {
   MutexLock lock(&mu_);
   return entries_.size();
@@ -67,7 +73,8 @@ std::optional<OverLimitCache::Over> OverLimitCache::Lookup(
   // A smaller cost or a changed quota might pass: only the same or a larger request is known over.
   if (it->second.limit != limit || cost < it->second.cost) return std::nullopt;
   return Over{
-      .retry_after = std::chrono::duration_cast<std::chrono::microseconds>(it->second.until - now),
+      .retry_after =
+          std::chrono::duration_cast<std::chrono::microseconds>(it->second.retry_at - now),
       .reset_after =
           std::chrono::duration_cast<std::chrono::microseconds>(it->second.reset_at - now)};
 }

@@ -2,9 +2,11 @@
 // over-limit key are answered in-process, without a store round trip (envoyproxy/ratelimit's
 // LOCAL_CACHE_SIZE_IN_BYTES).
 //
-// A denial says the same request cannot pass for `retry_after`, whatever other instances do (they
-// can only add usage), so the entry is exact, not approximate: it lives for retry_after measured on
-// the local monotonic clock, and only answers requests of at least the denied cost. The trade-off
+// A denial says the same request cannot pass for `retry_after`, whatever other instances do, except
+// that a credit (LimitCheck::refund) through another instance gives units back: so an entry lives
+// for retry_after measured on the local monotonic clock but at most `max_life` (1 s by default),
+// which bounds how long such a credit goes unseen here, and only answers requests of at least the
+// denied cost. A credit through this instance erases its key's entry (Forget()). The trade-off
 // is memory (bounded by `max_entries` and by `max_bytes`, each entry counting its key's length
 // plus kEntryOverheadBytes; when full, new entries are dropped after expired ones are swept, at
 // most once per kFullSweepInterval so a cache full of live entries costs an Add() nothing) and
@@ -38,8 +40,12 @@ class OverLimitCache {
   // A full cache looks for expired entries at most this often.
   static constexpr std::chrono::milliseconds kFullSweepInterval{100};
 
-  explicit OverLimitCache(size_t max_entries, size_t max_bytes = kDefaultMaxBytes)
-      : max_entries_(max_entries), max_bytes_(max_bytes) {}
+  // Default bound on an entry's life: a credit through another instance is seen within it.
+  static constexpr std::chrono::milliseconds kDefaultMaxLife{1000};
+
+  explicit OverLimitCache(size_t max_entries, size_t max_bytes = kDefaultMaxBytes,
+                          std::chrono::microseconds max_life = kDefaultMaxLife)
+      : max_entries_(max_entries), max_bytes_(max_bytes), max_life_(max_life) {}
 
   // Records that `cost` units on `key` were denied at `now` and cannot pass for `retry_after`;
   // the limit resets `reset_after` after `now` (what a cached answer reports).
@@ -68,6 +74,9 @@ class OverLimitCache {
   std::optional<Over> Lookup(absl::string_view key, int64_t limit, int64_t cost,
                              std::chrono::steady_clock::time_point now);
 
+  // Drops the entry of `key`, if any: units were given back to it.
+  void Forget(absl::string_view key);
+
   // Entries held, and the bytes counted against max_bytes.
   size_t entries() const;
   size_t bytes() const;
@@ -76,7 +85,10 @@ class OverLimitCache {
 
  private:
   struct Entry {
+    // The entry answers until `until` (at most max_life after it was added); the request may
+    // pass at `retry_at`, which a cached answer reports.
     std::chrono::steady_clock::time_point until;
+    std::chrono::steady_clock::time_point retry_at;
     std::chrono::steady_clock::time_point reset_at;
     int64_t limit;
     int64_t cost;
@@ -86,6 +98,7 @@ class OverLimitCache {
 
   const size_t max_entries_;
   const size_t max_bytes_;
+  const std::chrono::microseconds max_life_;
   mutable Mutex mu_;
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;

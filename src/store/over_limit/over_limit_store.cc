@@ -9,13 +9,18 @@ namespace sluice::internal {
 
 OverLimitStore::OverLimitStore(Store& inner, const OverLimitStoreOptions& options)
     : StoreWrapper(inner),
-      cache_(options.max_entries, options.max_bytes),
+      cache_(options.max_entries, options.max_bytes, options.max_entry_life),
       clock_(options.clock != nullptr ? *options.clock : Clock::Real()) {}
 
 void OverLimitStore::Remember(std::span<const LimitCheck> checks, const MultiDecision& decision) {
   const auto now = clock_.Now();
   for (size_t i = 0; i < checks.size() && i < decision.decisions.size(); ++i) {
     const Decision& d = decision.decisions[i];
+    if (checks[i].refund) {
+      // Recorded only when the whole call passed.
+      if (decision.allowed && checks[i].cost > 0) cache_.Forget(checks[i].key);
+      continue;
+    }
     // Not a 0-cost check: the cache answers requests of at least the denied cost.
     if (d.allowed || checks[i].cost == 0) continue;
     cache_.Add(checks[i].key, checks[i].limit.limit, checks[i].cost, now, d.retry_after,
@@ -28,7 +33,8 @@ void OverLimitStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCal
   std::vector<std::optional<OverLimitCache::Over>> over(checks.size());
   size_t cached = 0;
   for (size_t i = 0; i < checks.size(); ++i) {
-    if (checks[i].cost == 0) continue;
+    // A credit is never denied, and a peek never recorded.
+    if (checks[i].cost == 0 || checks[i].refund) continue;
     over[i] = cache_.Lookup(checks[i].key, checks[i].limit.limit, checks[i].cost, now);
     cached += over[i].has_value() ? 1 : 0;
   }
@@ -37,7 +43,7 @@ void OverLimitStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCal
     DecideOn(inner(), checks,
              [this, kept = std::vector<LimitCheck>(checks.begin(), checks.end()),
               done = std::move(done)](absl::StatusOr<MultiDecision> m) mutable {
-               if (m.ok() && !m->allowed) Remember(kept, *m);
+               if (m.ok()) Remember(kept, *m);
                std::move(done)(std::move(m));
              });
     return;

@@ -9,6 +9,10 @@
 // and then records nothing, as envoyproxy/ratelimit does not increment a key its local cache
 // holds; its store denials fill the cache like any other.
 //
+// A credit (LimitCheck::refund) is never answered from the cache (it is never denied); once the
+// store took it, its key's entry is dropped, so this instance sees the units given back at once,
+// and other instances within their entries' `max_entry_life`.
+//
 // Decisions answered from the cache carry Decision::answered_locally. Off by default in sluiced
 // (LOCAL_CACHE_SIZE_IN_BYTES, docs/sluiced.md).
 //
@@ -32,6 +36,9 @@ struct OverLimitStoreOptions {
   // Bounds of the cache (OverLimitCache): entries and bytes.
   size_t max_entries = 0;
   size_t max_bytes = OverLimitCache::kDefaultMaxBytes;
+  // The longest an entry answers, however long its denial: how long a credit through another
+  // instance can go unseen here. Default: 1 s.
+  std::chrono::microseconds max_entry_life = OverLimitCache::kDefaultMaxLife;
   // The steady time entries live by. Not owned. Default (nullptr): Clock::Real().
   Clock* clock = nullptr;
 };
@@ -49,7 +56,7 @@ class OverLimitStore final : public StoreWrapper {
   void Decide(std::span<const LimitCheck> checks, MultiDecisionCallback done) override;
 
  private:
-  // Records the store's denials of `checks` in the cache.
+  // Records the store's denials of `checks` in the cache, and forgets the keys it credited.
   void Remember(std::span<const LimitCheck> checks, const MultiDecision& decision);
 
   OverLimitCache cache_;

@@ -229,7 +229,10 @@ class FailurePolicyStoreImpl final : public FailurePolicyStore {
     }
     MultiDecision out{.allowed = true, .decisions = {}};
     for (const LimitCheck& c : checks) {
-      absl::StatusOr<Decision> d = Fallback(c.limit, answer.mode);
+      // A credit is never denied: under kDeny it is answered as kAllow would (nothing recorded).
+      const FailureMode mode =
+          c.refund && answer.mode == FailureMode::kDeny ? FailureMode::kAllow : answer.mode;
+      absl::StatusOr<Decision> d = Fallback(c.limit, mode);
       if (!d.ok()) return d.status();
       out.allowed = out.allowed && d->allowed;
       out.decisions.push_back(*d);

@@ -644,12 +644,13 @@ TEST_F(RateLimitServiceTest, OverLimitCacheSkipsTheStoreUntilReset) {
 TEST_F(RateLimitServiceTest, OverLimitCacheAnswerCarriesTheReset) {
   Build({.over_limit_cache_entries = 100});
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(Call(kIp).ok());  // The 4th is denied and cached.
-  clock_.Advance(std::chrono::seconds(10));
+  // An entry answers for at most 1 s (a refund through another instance is seen within it).
+  clock_.Advance(std::chrono::milliseconds(900));
   faulty_->Fail(absl::UnavailableError("down"));
   absl::StatusOr<RateLimitResponse> r = Call(kIp);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OVER_LIMIT);
-  EXPECT_EQ(r->statuses(0).duration_until_reset().seconds(), 30);
+  EXPECT_EQ(r->statuses(0).duration_until_reset().seconds(), 40);  // 39.1 s, rounded up
 }
 
 // Verifies a byte bound alone turns the over-limit cache on, as LOCAL_CACHE_SIZE_IN_BYTES alone
@@ -785,6 +786,86 @@ TEST_F(RateLimitServiceTest, DescriptorWithoutEntriesIsOk) {
   EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
   ASSERT_EQ(r->statuses_size(), 1);
   EXPECT_FALSE(r->statuses(0).has_current_limit());
+}
+
+// Verifies Envoy's is_negative_hits (a refund): the descriptor's hits go back to its limit, never
+// below empty; the answer is OK with what remains after it, even while the limit is over; the
+// refunded hits count in total_negative_hits and in no other stat.
+TEST_F(RateLimitServiceTest, NegativeHitsGiveBackWhatWasChargedAndAreAlwaysOk) {
+  constexpr const char* kRefund =
+      R"pb(domain: "edge"
+           descriptors {
+             entries { key: "remote_address" value: "10.0.0.1" }
+             hits_addend { value: 2 }
+             is_negative_hits: true
+           })pb";
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OK);
+  ASSERT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OVER_LIMIT);
+  absl::StatusOr<RateLimitResponse> r = Call(kRefund);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  ASSERT_EQ(r->statuses_size(), 1);
+  EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OK);
+  EXPECT_EQ(r->statuses(0).limit_remaining(), 2u);
+  EXPECT_EQ(r->statuses(0).current_limit().requests_per_unit(), 3u);
+  // Exactly the two hits given back pass again.
+  EXPECT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OVER_LIMIT);
+  // Never below empty: refunds of more than was charged leave the limit at 3.
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(Call(kRefund)->overall_code(), RateLimitResponse::OK);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OVER_LIMIT);
+  const std::string metrics = metrics_.Render();
+  EXPECT_THAT(metrics, HasSubstr("ratelimit_service_rate_limit_total_negative_hits_total{domain="
+                                 "\"edge\",key=\"remote_address\"} 12"));
+  // 3 + 1 + 3 + 4 charged hits; the refunds are in no other counter.
+  EXPECT_THAT(metrics, HasSubstr("ratelimit_service_rate_limit_total_hits_total{domain=\"edge\","
+                                 "key=\"remote_address\"} 11"));
+}
+
+// Verifies that a refund beside a charge in one request is given back although the charge is
+// over, and that a refund to a `requests_per_unit: 0` limit is OK, as the reference answers.
+TEST_F(RateLimitServiceTest, NegativeHitsAreGivenBackBesideAnOverLimitCharge) {
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OK);
+  absl::StatusOr<RateLimitResponse> r = Call(
+      R"pb(domain: "edge"
+           descriptors { entries { key: "path" value: "/login" } hits_addend { value: 5 } }
+           descriptors {
+             entries { key: "remote_address" value: "10.0.0.1" }
+             is_negative_hits: true
+           }
+           descriptors {
+             entries { key: "blocked" value: "b" }
+             is_negative_hits: true
+           })pb");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(0).code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(r->statuses(1).code(), RateLimitResponse::OK);
+  EXPECT_EQ(r->statuses(1).limit_remaining(), 1u);
+  EXPECT_EQ(r->statuses(2).code(), RateLimitResponse::OK);
+  EXPECT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OVER_LIMIT);
+}
+
+// Verifies a refund in exact-reference mode: the fixed window counting rejected hits goes down by
+// the refund (the reference's DecrementScript), floored at 0.
+TEST_F(RateLimitServiceTest, NegativeHitsInExactReferenceModeLowerTheCounter) {
+  Build({.reference_semantics = true});
+  for (int i = 0; i < 5; ++i) (void)Call(kIp);  // counter 5 of 3
+  absl::StatusOr<RateLimitResponse> r = Call(
+      R"pb(domain: "edge"
+           descriptors {
+             entries { key: "remote_address" value: "10.0.0.1" }
+             hits_addend { value: 3 }
+             is_negative_hits: true
+           })pb");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(r->statuses(0).limit_remaining(), 1u);  // counter 2
+  EXPECT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OVER_LIMIT);
 }
 
 }  // namespace

@@ -43,7 +43,8 @@ class FakeLeaseSource final : public internal::LeaseSource {
     out.decision.allowed = true;
     for (const LimitCheck& c : checks) {
       algorithm::FixedWindowState st = state_[c.key];
-      Decision d = algorithm::DecideFixedWindow(c.limit, st, now, c.cost);
+      Decision d = c.refund ? algorithm::CreditFixedWindow(c.limit, st, now, c.cost)
+                            : algorithm::DecideFixedWindow(c.limit, st, now, c.cost);
       out.decision.allowed = out.decision.allowed && d.allowed;
       out.decision.decisions.push_back(d);
       tentative[c.key] = st;

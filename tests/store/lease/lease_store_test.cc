@@ -336,5 +336,48 @@ TEST_F(LeaseStoreTest, NewKeysGrowingTheTableInAMultiLimitCheckKeepEarlierEntrie
             static_cast<int64_t>(2001 + st.units_granted - st.units_refunded));
 }
 
+// Verifies that a credit is an exact call that gives units back in the store and drops the denial
+// this instance remembered, so that the units given back pass here at once.
+TEST_F(LeaseStoreTest, ACreditThroughThisInstanceForgetsItsRememberedDenial) {
+  const Limit limit{.limit = 10, .period = minutes(1)};
+  std::unique_ptr<LeaseStore> store = Instance();
+  for (int i = 0; i < 30; ++i) {
+    (void)store->Check("k", limit);
+    clock_.Advance(milliseconds(1));
+  }
+  ASSERT_TRUE(store->Check("k", limit)->answered_locally);
+  const int calls = source_.calls();
+  absl::StatusOr<Decision> credit = store->Refund("k", limit, 2);
+  ASSERT_TRUE(credit.ok()) << credit.status();
+  EXPECT_TRUE(credit->allowed);
+  EXPECT_EQ(source_.calls(), calls + 1);
+  EXPECT_TRUE(store->Check("k", limit)->allowed);
+  EXPECT_TRUE(store->Check("k", limit)->allowed);
+  EXPECT_FALSE(store->Check("k", limit)->allowed);
+}
+
+// Verifies the bound on a credit through another instance: a denial is remembered for at most
+// LeaseOptions::remember_denial (1 s), after which the units it gave back pass here.
+TEST_F(LeaseStoreTest, ACreditThroughAnotherInstanceIsSeenWithinRememberDenial) {
+  const Limit limit{.limit = 10, .period = minutes(1)};
+  std::unique_ptr<LeaseStore> a = Instance();
+  std::unique_ptr<LeaseStore> b = Instance();
+  for (int i = 0; i < 30; ++i) {
+    (void)a->Check("k", limit);
+    clock_.Advance(milliseconds(1));
+  }
+  absl::StatusOr<Decision> denied = a->Check("k", limit);
+  ASSERT_FALSE(denied->allowed);
+  ASSERT_TRUE(denied->answered_locally);
+  // The window resets in about a minute; the denial reports that, but is remembered for 1 s.
+  EXPECT_GT(denied->retry_after, seconds(50));
+  ASSERT_TRUE(b->Refund("k", limit, 1).ok());
+  clock_.Advance(milliseconds(900));
+  EXPECT_TRUE(a->Check("k", limit)->answered_locally);
+  clock_.Advance(milliseconds(200));
+  EXPECT_TRUE(a->Check("k", limit)->allowed);
+  EXPECT_FALSE(a->Check("k", limit)->allowed);
+}
+
 }  // namespace
 }  // namespace sluice::internal

@@ -21,12 +21,28 @@ std::string LongKey(size_t size, int i) {
 }
 
 TEST(OverLimitCache, AnswersForTheDeniedCostUntilRetryAfter) {
-  OverLimitCache cache(100);
+  OverLimitCache cache(100, OverLimitCache::kDefaultMaxBytes, seconds(10));
   const TimePoint t0{seconds(1000)};
   cache.Add("k", 10, 1, t0, seconds(2));
   EXPECT_TRUE(cache.IsOver("k", 10, 1, t0 + milliseconds(1999)));
   EXPECT_FALSE(cache.IsOver("k", 10, 1, t0 + seconds(2)));
   EXPECT_EQ(cache.entries(), 0u);
+  EXPECT_EQ(cache.bytes(), 0u);
+}
+
+// Verifies the default bound on an entry's life (a credit through another instance is seen within
+// it) and that a cached answer still reports the denial's own retry_after; Forget() drops an entry.
+TEST(OverLimitCache, EntriesLiveAtMostOneSecondAndReportTheirRetryAfter) {
+  OverLimitCache cache(100);
+  const TimePoint t0{seconds(1000)};
+  cache.Add("k", 10, 1, t0, seconds(60));
+  std::optional<OverLimitCache::Over> over = cache.Lookup("k", 10, 1, t0 + milliseconds(999));
+  ASSERT_TRUE(over.has_value());
+  EXPECT_EQ(over->retry_after, std::chrono::microseconds(seconds(60) - milliseconds(999)));
+  EXPECT_FALSE(cache.IsOver("k", 10, 1, t0 + seconds(1)));
+  cache.Add("k", 10, 1, t0, seconds(60));
+  cache.Forget("k");
+  EXPECT_FALSE(cache.IsOver("k", 10, 1, t0));
   EXPECT_EQ(cache.bytes(), 0u);
 }
 

@@ -113,5 +113,34 @@ TEST_F(OverLimitStoreTest, StoreErrorOfThePeekIsTheAnswer) {
   EXPECT_TRUE(absl::IsUnavailable(m.status())) << m.status();
 }
 
+// Verifies credits: never answered from the cache, a credit through this store drops its key's
+// entry at once, and an entry lives at most max_entry_life (1 s), which bounds how long a credit
+// through another instance goes unseen, while still reporting the store's retry_after.
+TEST_F(OverLimitStoreTest, CreditsReachTheCacheAtOnceHereAndWithinOneSecondElsewhere) {
+  OverLimitStore other(*counted_, OverLimitStoreOptions{.max_entries = 100, .clock = &clock_});
+  for (int i = 0; i < 3; ++i) (void)store_->Check("k", kTwoPerMinute);
+  absl::StatusOr<Decision> cached = store_->Check("k", kTwoPerMinute);
+  ASSERT_TRUE(cached->answered_locally);
+  ASSERT_GT(cached->retry_after, seconds(1));
+  // Through this store: the entry goes, and the unit given back passes.
+  absl::StatusOr<Decision> credit = store_->Refund("k", kTwoPerMinute, 1);
+  ASSERT_TRUE(credit.ok()) << credit.status();
+  EXPECT_TRUE(credit->allowed);
+  EXPECT_FALSE(credit->answered_locally);
+  EXPECT_TRUE(store_->Check("k", kTwoPerMinute)->allowed);
+  absl::StatusOr<Decision> again = store_->Check("k", kTwoPerMinute);
+  ASSERT_FALSE(again->allowed);
+  ASSERT_FALSE(again->answered_locally);
+  ASSERT_TRUE(store_->Check("k", kTwoPerMinute)->answered_locally);
+  // Through another instance: seen here once the entry's second has passed.
+  ASSERT_TRUE(other.Refund("k", kTwoPerMinute, 1)->allowed);
+  clock_.Advance(std::chrono::milliseconds(999));
+  absl::StatusOr<Decision> still = store_->Check("k", kTwoPerMinute);
+  EXPECT_TRUE(still->answered_locally);
+  EXPECT_GT(still->retry_after, seconds(1));  // the store's, not the entry's life
+  clock_.Advance(std::chrono::milliseconds(1));
+  EXPECT_TRUE(store_->Check("k", kTwoPerMinute)->allowed);
+}
+
 }  // namespace
 }  // namespace sluice::internal
