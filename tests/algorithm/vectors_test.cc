@@ -1,6 +1,8 @@
-// Replays tests/vectors/*.json (worked examples of docs/algorithms.md) through the C++ algorithms,
-// and tests/vectors/lease/*.json through their leases (src/algorithm/lease.h).
+// Replays tests/vectors/*.json (worked examples of docs/algorithms.md) through the C++ algorithms
+// (credit steps through Credit*()), and tests/vectors/lease/*.json through their leases
+// (src/algorithm/lease.h).
 // tests/store/redis/lua_vectors_test.cc replays the same files through the Lua scripts.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -40,29 +42,31 @@ using ::testing::HasSubstr;
 // The message as a std::string, so that gtest prints it as text.
 std::string MessageOf(const absl::Status& status) { return std::string(status.message()); }
 
-// Runs every step of `c` against one state of the case's algorithm; returns the decisions.
+// Runs every step of `c` against one state of the case's algorithm (a credit step through its
+// Credit*() function); returns the decisions.
 std::vector<Decision> ReplayCase(const VectorCase& c) {
   std::vector<Decision> out;
-  const auto run = [&](auto state, auto decide) {
+  const auto run = [&](auto state, auto decide, auto credit) {
     for (const VectorStep& step : c.steps) {
-      out.push_back(decide(c.limit, state, step.now_us, step.cost));
+      out.push_back(step.credit ? credit(c.limit, state, step.now_us, step.cost)
+                                : decide(c.limit, state, step.now_us, step.cost));
     }
   };
   switch (c.limit.algorithm) {
     case Algorithm::kFixedWindow:
-      run(FixedWindowState{}, &DecideFixedWindow);
+      run(FixedWindowState{}, &DecideFixedWindow, &CreditFixedWindow);
       break;
     case Algorithm::kSlidingWindow:
-      run(SlidingWindowState{}, &DecideSlidingWindow);
+      run(SlidingWindowState{}, &DecideSlidingWindow, &CreditSlidingWindow);
       break;
     case Algorithm::kSlidingLog:
-      run(SlidingLogState{}, &DecideSlidingLog);
+      run(SlidingLogState{}, &DecideSlidingLog, &CreditSlidingLog);
       break;
     case Algorithm::kTokenBucket:
-      run(TokenBucketState{}, &DecideTokenBucket);
+      run(TokenBucketState{}, &DecideTokenBucket, &CreditTokenBucket);
       break;
     case Algorithm::kGcra:
-      run(GcraState{}, &DecideGcra);
+      run(GcraState{}, &DecideGcra, &CreditGcra);
       break;
   }
   return out;
@@ -80,10 +84,12 @@ struct LeaseStepResult {
 // Runs every step of the lease vector `c` against one state of its algorithm.
 std::vector<LeaseStepResult> ReplayLeaseCase(const VectorCase& c) {
   std::vector<LeaseStepResult> out;
-  const auto run = [&](auto state, auto decide, auto lease, auto refund) {
+  const auto run = [&](auto state, auto decide, auto lease, auto refund, auto credit) {
     for (const VectorStep& step : c.steps) {
       LeaseStepResult r;
-      if (step.refund.has_value()) {
+      if (step.credit) {
+        r.decision = credit(c.limit, state, step.now_us, step.cost);
+      } else if (step.refund.has_value()) {
         r.refunded =
             refund(c.limit, state, step.now_us,
                    GrantedLease{.ends_us = step.refund->ends_us, .granted = step.refund->granted},
@@ -102,19 +108,23 @@ std::vector<LeaseStepResult> ReplayLeaseCase(const VectorCase& c) {
   };
   switch (c.limit.algorithm) {
     case Algorithm::kFixedWindow:
-      run(FixedWindowState{}, &DecideFixedWindow, &LeaseFixedWindow, &RefundFixedWindow);
+      run(FixedWindowState{}, &DecideFixedWindow, &LeaseFixedWindow, &RefundFixedWindow,
+          &CreditFixedWindow);
       break;
     case Algorithm::kSlidingWindow:
-      run(SlidingWindowState{}, &DecideSlidingWindow, &LeaseSlidingWindow, &RefundSlidingWindow);
+      run(SlidingWindowState{}, &DecideSlidingWindow, &LeaseSlidingWindow, &RefundSlidingWindow,
+          &CreditSlidingWindow);
       break;
     case Algorithm::kSlidingLog:
-      run(SlidingLogState{}, &DecideSlidingLog, &LeaseSlidingLog, &RefundSlidingLog);
+      run(SlidingLogState{}, &DecideSlidingLog, &LeaseSlidingLog, &RefundSlidingLog,
+          &CreditSlidingLog);
       break;
     case Algorithm::kTokenBucket:
-      run(TokenBucketState{}, &DecideTokenBucket, &LeaseTokenBucket, &RefundTokenBucket);
+      run(TokenBucketState{}, &DecideTokenBucket, &LeaseTokenBucket, &RefundTokenBucket,
+          &CreditTokenBucket);
       break;
     case Algorithm::kGcra:
-      run(GcraState{}, &DecideGcra, &LeaseGcra, &RefundGcra);
+      run(GcraState{}, &DecideGcra, &LeaseGcra, &RefundGcra, &CreditGcra);
       break;
   }
   return out;
@@ -143,7 +153,11 @@ TEST(Vectors, ExpectationsAreWellFormed) {
       EXPECT_GE(d.remaining, 0);
       EXPECT_LE(d.remaining, capacity);
       EXPECT_GE(d.reset_after.count(), 0);
-      if (step.cost > capacity) {
+      if (step.credit) {
+        // Any number of units may be given back; a credit is always allowed.
+        EXPECT_TRUE(d.allowed);
+        EXPECT_EQ(d.retry_after.count(), 0);
+      } else if (step.cost > capacity) {
         EXPECT_FALSE(d.allowed);
         EXPECT_EQ(d.retry_after, Decision::kNever);
       } else if (step.cost == 0 || d.allowed) {
@@ -154,6 +168,24 @@ TEST(Vectors, ExpectationsAreWellFormed) {
         EXPECT_LE(d.retry_after, d.reset_after);
       }
     }
+  }
+}
+
+// Credits (docs/algorithms.md, "Credits") have worked examples for every algorithm: one to no
+// state, and some giving units back.
+TEST(Vectors, CoverCreditsOfEveryAlgorithm) {
+  std::map<Algorithm, int> cases_with_credits;
+  std::map<Algorithm, int> first_step_credits;
+  for (const VectorCase& c : LoadAllVectors()) {
+    const bool any = std::any_of(c.steps.begin(), c.steps.end(),
+                                 [](const VectorStep& step) { return step.credit; });
+    if (any) ++cases_with_credits[c.limit.algorithm];
+    if (c.steps[0].credit && c.steps[0].cost > 0) ++first_step_credits[c.limit.algorithm];
+  }
+  for (int i = 0; i < kAlgorithmCount; ++i) {
+    const auto algorithm = static_cast<Algorithm>(i);
+    EXPECT_GE(cases_with_credits[algorithm], 2) << AlgorithmName(algorithm);
+    EXPECT_GE(first_step_credits[algorithm], 1) << AlgorithmName(algorithm);
   }
 }
 
@@ -186,6 +218,10 @@ TEST(LeaseVectors, ExpectationsAreWellFormed) {
       }
       EXPECT_GE(step.expect.remaining, 0);
       EXPECT_LE(step.expect.remaining, c.limit.Capacity());
+      if (step.credit) {
+        EXPECT_TRUE(step.expect.allowed);
+        EXPECT_EQ(step.expect.retry_after.count(), 0);
+      }
       if (!step.lease.has_value()) continue;
       const int64_t granted = step.lease->granted;
       if (granted == 0) {
@@ -230,8 +266,8 @@ TEST(Vectors, ReplayThroughCppAlgorithms) {
     ASSERT_EQ(got.size(), c.steps.size());
     for (size_t i = 0; i < c.steps.size(); ++i) {
       EXPECT_EQ(got[i], c.steps[i].expect)
-          << c.name << " step " << i << " (now_us " << c.steps[i].now_us << ", cost "
-          << c.steps[i].cost << ")";
+          << c.name << " step " << i << " (now_us " << c.steps[i].now_us
+          << (c.steps[i].credit ? ", credit " : ", cost ") << c.steps[i].cost << ")";
     }
   }
 }
@@ -323,6 +359,37 @@ TEST_F(VectorLoaderTest, LeaseStepsOnlyInLeaseFiles) {
   EXPECT_EQ((*cases)[0].steps[0].lease->ttl_us, 1000);
   ASSERT_TRUE((*cases)[0].steps[1].refund.has_value());
   EXPECT_EQ((*cases)[0].steps[1].refund->unspent, 1);
+}
+
+TEST_F(VectorLoaderTest, ReadsCreditSteps) {
+  Write("a.json", R"({"algorithm": "gcra", "cases": [{"name": "one",
+      "limit": {"limit": 1, "period_ms": 1000}, "steps": [
+      {"now_us": 1, "credit": true, "cost": 4294967296, "allowed": true, "remaining": 1,
+       "reset_after_us": 0, "retry_after_us": 0},
+      {"now_us": 1, "credit": false, "cost": 1, "allowed": true, "remaining": 0,
+       "reset_after_us": 1000000, "retry_after_us": 0}]}]})");
+  const auto cases = LoadVectorsFromDirectory(dir_);
+  ASSERT_TRUE(cases.ok()) << cases.status();
+  ASSERT_EQ((*cases)[0].steps.size(), 2u);
+  EXPECT_TRUE((*cases)[0].steps[0].credit);
+  EXPECT_EQ((*cases)[0].steps[0].cost, int64_t{1} << 32);
+  EXPECT_FALSE((*cases)[0].steps[1].credit);
+}
+
+TEST_F(VectorLoaderTest, RejectsADeniedCreditAndACreditWithAWant) {
+  Write("a.json", R"({"algorithm": "gcra", "cases": [{"name": "one",
+      "limit": {"limit": 1, "period_ms": 1000}, "steps": [{"now_us": 1, "credit": true,
+      "cost": 1, "allowed": false, "remaining": 0, "reset_after_us": 0, "retry_after_us": 1}]}]})");
+  EXPECT_THAT(MessageOf(LoadVectorsFromDirectory(dir_).status()), HasSubstr("credit"));
+  Write("a.json", R"({"algorithm": "gcra", "cases": [{"name": "one",
+      "limit": {"limit": 1, "period_ms": 1000}, "steps": [{"now_us": 1, "credit": 1, "cost": 1,
+      "allowed": true, "remaining": 0, "reset_after_us": 0, "retry_after_us": 0}]}]})");
+  EXPECT_THAT(MessageOf(LoadVectorsFromDirectory(dir_).status()), HasSubstr("steps[0].credit"));
+  Write("a.json", R"({"algorithm": "gcra", "cases": [{"name": "one",
+      "limit": {"limit": 1, "period_ms": 1000}, "steps": [{"now_us": 1, "credit": true,
+      "cost": 1, "want": 1, "ttl_us": 1000, "allowed": true, "remaining": 0,
+      "reset_after_us": 0, "retry_after_us": 0, "granted": 0, "ends_us": 0}]}]})");
+  EXPECT_THAT(MessageOf(LoadLeaseVectorsFromDirectory(dir_).status()), HasSubstr("want"));
 }
 
 TEST_F(VectorLoaderTest, RejectsAGrantWithoutAWant) {
