@@ -104,8 +104,8 @@ Decision CreditTokenBucket(const Limit& limit, TokenBucketState& state, int64_t 
   const internal::TokenBucketReading r = internal::ReadTokenBucket(limit, state, now_us);
   // Up to a full bucket goes back (units * period stays <= 2^50), from the deficit a check would
   // decide on, and from the running leases' floors where the deficit alone falls short.
-  const int64_t deficit = internal::CreditedScaled(state.leases, r.floored, units,
-                                                   limit.Capacity(), period, now_us);
+  const int64_t deficit =
+      internal::CreditedScaled(state.leases, r.floored, units, limit.Capacity(), period, now_us);
   if (deficit < r.floored) {
     state.deficit = deficit;
     state.updated_us = r.t;

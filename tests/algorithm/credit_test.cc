@@ -121,8 +121,7 @@ TEST_P(CreditTest, AdmitsTheLimitPlusWhatWasCreditedOnRandomSequences) {
     for (int step = 0; step < 100; ++step) {
       now += std::uniform_int_distribution<int64_t>(0, 2000)(rng);
       if (admitted - credited > 0 && std::bernoulli_distribution(0.3)(rng)) {
-        const int64_t units =
-            std::uniform_int_distribution<int64_t>(1, admitted - credited)(rng);
+        const int64_t units = std::uniform_int_distribution<int64_t>(1, admitted - credited)(rng);
         ASSERT_TRUE(Credit(limit, s, now, units).allowed);
         credited += units;
       } else {

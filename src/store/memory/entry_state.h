@@ -64,11 +64,11 @@ inline Decision DecideOnWords(const Limit& limit, int64_t& word0, int64_t& word1
   switch (limit.algorithm) {
     case Algorithm::kFixedWindow: {
       algorithm::FixedWindowState s{.window_start_us = word0, .count = word1};
-      const Decision d =
-          mode == CheckMode::kCharge          ? algorithm::DecideFixedWindow(limit, s, now_us, cost)
-          : mode == CheckMode::kCountRejected ? algorithm::DecideFixedWindowCounting(limit, s,
-                                                                                     now_us, cost)
-                                              : algorithm::CreditFixedWindow(limit, s, now_us, cost);
+      const Decision d = mode == CheckMode::kCharge
+                             ? algorithm::DecideFixedWindow(limit, s, now_us, cost)
+                         : mode == CheckMode::kCountRejected
+                             ? algorithm::DecideFixedWindowCounting(limit, s, now_us, cost)
+                             : algorithm::CreditFixedWindow(limit, s, now_us, cost);
       word0 = s.window_start_us;
       word1 = s.count;
       return d;

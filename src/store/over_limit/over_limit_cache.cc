@@ -72,11 +72,10 @@ std::optional<OverLimitCache::Over> OverLimitCache::Lookup(
   }
   // A smaller cost or a changed quota might pass: only the same or a larger request is known over.
   if (it->second.limit != limit || cost < it->second.cost) return std::nullopt;
-  return Over{
-      .retry_after =
-          std::chrono::duration_cast<std::chrono::microseconds>(it->second.retry_at - now),
-      .reset_after =
-          std::chrono::duration_cast<std::chrono::microseconds>(it->second.reset_at - now)};
+  return Over{.retry_after =
+                  std::chrono::duration_cast<std::chrono::microseconds>(it->second.retry_at - now),
+              .reset_after =
+                  std::chrono::duration_cast<std::chrono::microseconds>(it->second.reset_at - now)};
 }
 
 }  // namespace sluice::internal

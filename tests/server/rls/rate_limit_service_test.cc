@@ -830,7 +830,10 @@ TEST_F(RateLimitServiceTest, NegativeHitsAreGivenBackBesideAnOverLimitCharge) {
   for (int i = 0; i < 3; ++i) ASSERT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OK);
   absl::StatusOr<RateLimitResponse> r = Call(
       R"pb(domain: "edge"
-           descriptors { entries { key: "path" value: "/login" } hits_addend { value: 5 } }
+           descriptors {
+             entries { key: "path" value: "/login" }
+             hits_addend { value: 5 }
+           }
            descriptors {
              entries { key: "remote_address" value: "10.0.0.1" }
              is_negative_hits: true
