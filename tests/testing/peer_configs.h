@@ -21,6 +21,8 @@
 
 #include "sluice/config.h"
 
+#include "tests/testing/skip_or_fail.h"
+
 namespace sluice::testing {
 
 // Returns the fixtures directory, or nullopt when it does not exist. The source root is
@@ -45,12 +47,13 @@ inline ConfigSource ReadConfigSource(const std::filesystem::path& path) {
 }  // namespace sluice::testing
 
 // Declares `const std::filesystem::path var` as the fixtures directory, or skips the test.
-#define SLUICE_REQUIRE_PEER_CONFIGS(var)                                                       \
-  const std::optional<std::filesystem::path> var##_or = ::sluice::testing::PeerConfigsDir();   \
-  if (!var##_or.has_value()) {                                                                 \
-    GTEST_SKIP() << "envoyproxy/ratelimit fixtures not found at "                              \
-                    "$SLUICE_SOURCE_DIR/../shared/envoy-peer-configs; skipping this scenario"; \
-  }                                                                                            \
+#define SLUICE_REQUIRE_PEER_CONFIGS(var)                                                     \
+  const std::optional<std::filesystem::path> var##_or = ::sluice::testing::PeerConfigsDir(); \
+  if (!var##_or.has_value()) {                                                               \
+    SLUICE_SKIP_OR_FAIL(                                                                     \
+        "envoyproxy/ratelimit fixtures not found at "                                        \
+        "$SLUICE_SOURCE_DIR/../shared/envoy-peer-configs");                                  \
+  }                                                                                          \
   const std::filesystem::path var = *var##_or
 
 #endif  // SLUICE_TESTS_TESTING_PEER_CONFIGS_H_

@@ -22,6 +22,7 @@
 #include "tests/testing/http_client.h"
 #include "tests/testing/redis_server.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/skip_or_fail.h"
 
 extern char** environ;
 
@@ -101,9 +102,9 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> StartSluiced(const std::filesystem
 
 TEST(DashboardBrowserTest, ShowsDenialsLiveAsTextInHeadlessChromium) {
   const std::string chromium = Chromium();
-  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh)";
+  if (chromium.empty()) SLUICE_SKIP_OR_FAIL("chromium is not installed (scripts/install-deps.sh)");
   if (std::system("command -v node >/dev/null && command -v npm >/dev/null") != 0) {
-    GTEST_SKIP() << "node or npm is not installed";
+    SLUICE_SKIP_OR_FAIL("node or npm is not installed");
   }
   TempDir temp("sluice-dashboard");
   ASSERT_FALSE(temp.path().empty());
@@ -112,8 +113,8 @@ TEST(DashboardBrowserTest, ShowsDenialsLiveAsTextInHeadlessChromium) {
                         "--no-fund", "--loglevel=error", "puppeteer-core"},
                        180'000, EnvironmentWith({"PUPPETEER_SKIP_DOWNLOAD=1"}));
   if (!npm.ok() || npm->first != 0) {
-    GTEST_SKIP() << "npm could not install puppeteer-core (no network?): "
-                 << (npm.ok() ? npm->second : std::string(npm.status().message()));
+    SLUICE_SKIP_OR_FAIL("npm could not install puppeteer-core (no network?): " +
+                        (npm.ok() ? npm->second : std::string(npm.status().message())));
   }
 
   std::filesystem::create_directory(dir / "config");

@@ -16,6 +16,7 @@
 #include "src/server/stats/metrics.h"
 #include "tests/server/grpc/grpc_engine_test_support.h"
 #include "tests/testing/child_process.h"
+#include "tests/testing/skip_or_fail.h"
 
 namespace sluice::server {
 namespace {
@@ -55,7 +56,7 @@ class GrpcJsTest : public ::testing::TestWithParam<GrpcEngine> {
   }
 
   void SetUp() override {
-    if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
+    if (skip_reason_ != nullptr) SLUICE_SKIP_OR_FAIL(*skip_reason_);
     auto memory = MemoryStore::Create({});
     ASSERT_TRUE(memory.ok());
     memory_ = *std::move(memory);

@@ -16,6 +16,7 @@
 #include "src/server/grpc/grpc_server.h"
 #include "src/server/grpc/rls_proto.h"
 #include "src/server/stats/metrics.h"
+#include "tests/testing/skip_or_fail.h"
 #include "tests/testing/test_certificates.h"
 
 namespace sluice::server {
@@ -33,7 +34,8 @@ class GrpcTlsTest : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) / ("sluice-grpc-tls-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    if (!testing::MakeTestCertificates(dir_)) GTEST_SKIP() << "openssl could not make certificates";
+    if (!testing::MakeTestCertificates(dir_))
+      SLUICE_SKIP_OR_FAIL("openssl could not make certificates");
     auto memory = MemoryStore::Create({});
     ASSERT_TRUE(memory.ok());
     store_ = *std::move(memory);

@@ -30,6 +30,7 @@
 #include "tests/testing/manual_clock.h"
 #include "tests/testing/redis_endpoint_of.h"
 #include "tests/testing/redis_server.h"
+#include "tests/testing/skip_or_fail.h"
 
 namespace sluice::server {
 namespace {
@@ -175,7 +176,7 @@ class RlqsOnRedisTest : public ::testing::Test {
  protected:
   void SetUp() override {
     absl::StatusOr<std::unique_ptr<testing::RedisServer>> redis = testing::RedisServer::Start();
-    if (!redis.ok()) GTEST_SKIP() << "no redis-server: " << redis.status();
+    if (!redis.ok()) SLUICE_SKIP_OR_FAIL("no redis-server: " + redis.status().ToString());
     redis_ = *std::move(redis);
     absl::StatusOr<StoreUrl> url = ParseStoreUrl(redis_->Url());
     ASSERT_TRUE(url.ok());

@@ -19,6 +19,7 @@
 #include "src/server/stats/metrics.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/manual_clock.h"
+#include "tests/testing/skip_or_fail.h"
 #include "tests/testing/temp_dir.h"
 
 namespace sluice::server {
@@ -41,15 +42,16 @@ TEST(RlqsJsTest, ServesGrpcJsStreams) {
   ASSERT_FALSE(temp.path().empty());
   const std::string dir = temp.path().string();
   if (std::system("command -v node >/dev/null && command -v npm >/dev/null") != 0) {
-    GTEST_SKIP() << "node or npm is not installed";
+    SLUICE_SKIP_OR_FAIL("node or npm is not installed");
   }
   absl::StatusOr<std::pair<int, std::string>> npm =
       testing::RunToExit({"/usr/bin/env", "npm", "install", "--prefix", dir, "--no-audit",
                           "--no-fund", "--loglevel=error", "@grpc/grpc-js", "@grpc/proto-loader"},
                          180'000);
   if (!npm.ok() || npm->first != 0) {
-    GTEST_SKIP() << "npm could not install @grpc/grpc-js and @grpc/proto-loader (no network?): "
-                 << (npm.ok() ? npm->second : std::string(npm.status().message()));
+    SLUICE_SKIP_OR_FAIL(
+        "npm could not install @grpc/grpc-js and @grpc/proto-loader (no network?): " +
+        (npm.ok() ? npm->second : std::string(npm.status().message())));
   }
 
   auto memory = MemoryStore::Create({});

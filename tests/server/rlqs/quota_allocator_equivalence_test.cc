@@ -20,6 +20,7 @@
 #include "tests/testing/manual_clock.h"
 #include "tests/testing/redis_endpoint_of.h"
 #include "tests/testing/redis_server.h"
+#include "tests/testing/skip_or_fail.h"
 
 namespace sluice {
 namespace {
@@ -38,7 +39,7 @@ class QuotaAllocatorRedisTest : public ::testing::Test {
  protected:
   void SetUp() override {
     absl::StatusOr<std::unique_ptr<testing::RedisServer>> server = testing::RedisServer::Start();
-    if (!server.ok()) GTEST_SKIP() << "no redis-server: " << server.status();
+    if (!server.ok()) SLUICE_SKIP_OR_FAIL("no redis-server: " + server.status().ToString());
     server_ = std::move(*server);
     absl::StatusOr<StoreUrl> url = ParseStoreUrl(server_->Url());
     ASSERT_TRUE(url.ok());

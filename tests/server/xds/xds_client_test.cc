@@ -16,6 +16,7 @@
 #include "sluice/clock.h"
 
 #include "tests/server/xds/test_management_server.h"
+#include "tests/testing/skip_or_fail.h"
 #include "tests/testing/test_certificates.h"
 
 namespace sluice::server {
@@ -273,7 +274,8 @@ class XdsClientTlsTest : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) / ("sluice-xds-tls-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    if (!testing::MakeTestCertificates(dir_)) GTEST_SKIP() << "openssl could not make certificates";
+    if (!testing::MakeTestCertificates(dir_))
+      SLUICE_SKIP_OR_FAIL("openssl could not make certificates");
     server_ = std::make_unique<TestManagementServer>(
         testing::ManagementServerTls{.cert_file = (dir_ / "server.pem").string(),
                                      .key_file = (dir_ / "server.key").string(),

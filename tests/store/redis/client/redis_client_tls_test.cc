@@ -1,6 +1,6 @@
 // RedisClient over TLS (rediss://) against redis-server's tls-port, with a CA and certificates
-// made by the openssl command line at test time. Skipped when openssl or a TLS-capable
-// redis-server is missing.
+// made by the openssl command line at test time (MakeTestCertificates()). Skipped when openssl or a
+// TLS-capable redis-server is missing, except in CI, where that fails.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +14,8 @@
 #include "tests/store/redis/client/redis_client_test_util.h"
 #include "tests/testing/redis_endpoint_of.h"
 #include "tests/testing/redis_server.h"
+#include "tests/testing/skip_or_fail.h"
+#include "tests/testing/test_certificates.h"
 
 namespace sluice {
 namespace {
@@ -26,30 +28,14 @@ using ::testing::HasSubstr;
 
 namespace fs = std::filesystem;
 
-// Makes a CA and, signed by it, a server certificate for 127.0.0.1 and localhost and a client
-// certificate. Returns false when openssl is unavailable.
-bool MakeCertificates(const fs::path& dir) {
-  const std::string d = dir.string();
-  const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-  const std::string script =
-      "set -e; cd '" + d + "'; exec >openssl.log 2>&1;" + "openssl req -x509 " + key +
-      " -keyout ca.key -out ca.pem -days 2 -subj /CN=sluice-test-ca;" + "openssl req " + key +
-      " -keyout server.key -out server.csr -subj /CN=localhost;" +
-      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > server.ext;" +
-      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-      "-out server.pem -days 2 -extfile server.ext;" +
-      "openssl req " + key + " -keyout client.key -out client.csr -subj /CN=sluice-client;" +
-      "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-      "-out client.pem -days 2";
-  return std::system(("sh -c \"" + script + "\"").c_str()) == 0;
-}
-
 class RedisClientTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) / ("sluice-tls-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    if (!MakeCertificates(dir_)) GTEST_SKIP() << "openssl could not make test certificates";
+    if (!testing::MakeTestCertificates(dir_)) {
+      SLUICE_SKIP_OR_FAIL("openssl could not make test certificates");
+    }
     absl::StatusOr<int> tls_port = FreeLoopbackPort();
     ASSERT_TRUE(tls_port.ok());
     tls_port_ = *tls_port;
@@ -59,7 +45,9 @@ class RedisClientTlsTest : public ::testing::Test {
                                        {"tls-key-file", Path("server.key")},
                                        {"tls-ca-cert-file", Path("ca.pem")},
                                        {"tls-auth-clients", "optional"}}});
-    if (!server.ok()) GTEST_SKIP() << "redis-server without TLS support: " << server.status();
+    if (!server.ok()) {
+      SLUICE_SKIP_OR_FAIL("redis-server without TLS support: " + server.status().ToString());
+    }
     server_ = *std::move(server);
   }
 
