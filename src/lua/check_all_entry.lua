@@ -12,6 +12,11 @@
 -- written, each denied check reports its
 -- decision, and each check that would have passed reports a peek (cost 0) of the stored state, as
 -- Store::CheckAll() specifies.
+--
+-- A check may be a credit (kRefund; docs/algorithms.md, "Credits"), which only this function
+-- decides: it gives its cost back to the tentative state, is always allowed (so it never denies
+-- the call) and marks the state to write only when it gave something back. Like any check, it is
+-- written only when every check of the call passes.
 
 -- A key's state: {a, b, c} (the fields of its string state, `e` the expiry its key was written
 -- with, `l` the lease record of a token bucket or GCRA state; the sliding log keeps its own table
@@ -35,10 +40,35 @@ end
 -- Decides check `c` (its parsed fields, with `cost`) against `st` at `now` (`now_text` is its
 -- decimal text); an admission with
 -- cost > 0 updates `st`, and marks it dirty with what its expiry needs from the last check that
--- changed it (`period`, `rate`, `burst`). Returns allowed, remaining, reset_after, retry_after.
+-- changed it (`period`, `rate`, `burst`). A credit (c[7]) gives `cost` back instead, and marks `st`
+-- dirty only when that changed it. Returns allowed, remaining, reset_after, retry_after.
 local function DecideAny(c, st, now, now_text, cost)
   local algorithm, limit, period, capacity, counting = c[1], c[2], c[3], c[4], c[6]
   local allowed, remaining, reset_after, retry_after
+  if c[7] then
+    local changed
+    if algorithm == kFixedWindow then
+      allowed, remaining, reset_after, retry_after, st.a, st.b, changed =
+        CreditFixedWindow(limit, period, st.a, st.b, now, cost)
+    elseif algorithm == kSlidingWindow then
+      allowed, remaining, reset_after, retry_after, st.a, st.b, st.c, changed =
+        CreditSlidingWindow(limit, period, st.a, st.b, st.c, now, cost)
+    elseif algorithm == kTokenBucket then
+      allowed, remaining, reset_after, retry_after, st.a, st.b, st.l, changed =
+        CreditTokenBucket(limit, capacity, period, st.a, st.b, now, cost, st.l)
+    elseif algorithm == kGcra then
+      allowed, remaining, reset_after, retry_after, st.a, st.b, st.l, changed =
+        CreditGcra(limit, capacity, period, st.a, st.b, now, cost, st.l)
+    else
+      allowed, remaining, reset_after, retry_after, changed =
+        CreditSlidingLog(limit, period, st.log, now, now_text, cost)
+    end
+    if changed then
+      st.dirty, st.algorithm, st.period = true, algorithm, period
+      st.rate, st.burst = limit, capacity
+    end
+    return allowed, remaining, reset_after, retry_after
+  end
   if algorithm == kFixedWindow then
     allowed, remaining, reset_after, retry_after, st.a, st.b =
       DecideFixedWindow(limit, period, st.a, st.b, now, cost, counting)
@@ -85,11 +115,12 @@ local function CheckAll(keys, args)
     Fail('expected 1 to ' .. kMaxChecks .. ' keys and one argument per key')
   end
   -- Every check is parsed before anything is read: {algorithm, limit, period, capacity, cost,
-  -- counting}.
+  -- counting, refund}.
   local checks = {}
   local algorithm_of_key = {}
   for i = 1, n do
-    local algorithm, limit, period, capacity, cost, counting = ParseCheck(args[kArgvBase + i], i)
+    local algorithm, limit, period, capacity, cost, counting, refund =
+      ParseCheck(args[kArgvBase + i], i)
     if counting and n > 1 then
       -- A check that records when denied has no place in an all-or-nothing call.
       Fail('check ' .. i .. ': a check counting rejected hits must be the only check')
@@ -101,7 +132,7 @@ local function CheckAll(keys, args)
       Fail('check ' .. i .. ': key repeated with a different algorithm')
     end
     algorithm_of_key[key] = algorithm
-    checks[i] = {algorithm, limit, period, capacity, cost, counting}
+    checks[i] = {algorithm, limit, period, capacity, cost, counting, refund}
   end
   local now = NowMicros(args)
   local now_text = Format('%d', now)

@@ -3,7 +3,8 @@
 -- keys[1]                  the state key (docs/keys.md)
 -- args[kArgvBase + 1]      one fixed_window check (parse_check.lua)
 -- Returns one decision, packed in kDecisionFormat.
--- Errors: 'SLUICE_BADARG ...' for invalid arguments, raised before anything is read or written.
+-- Errors: 'SLUICE_BADARG ...' for invalid arguments, raised before anything is read or written;
+-- a credit (kRefund) is one: only check_all decides credits.
 --
 -- The fixed window is sluice's default and cheapest algorithm, where each Lua call (which costs
 -- Redis about as much as a command; docs/redis.md, "Cost per call") weighs most. So this function
@@ -32,6 +33,8 @@ local function CheckFixedWindow(keys, args)
   if counting then
     algorithm = kFixedWindow
   end
+  -- Any other byte, a credit's (kRefund added) included, is not kFixedWindow here: ParseCheck
+  -- then refuses it and says why (a credit goes through check_all).
   if algorithm ~= kFixedWindow or limit < 1 or period < 1000 or period > kMaxPeriodUs or
       period % 1000 ~= 0 or capacity ~= limit or cost > kMaxCost then
     ParseCheck(check, 1, kFixedWindow)

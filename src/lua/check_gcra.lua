@@ -3,7 +3,8 @@
 -- keys[1]                  the state key (docs/keys.md)
 -- args[kArgvBase + 1]      one gcra check (parse_check.lua); capacity is the burst
 -- Returns one decision, packed in kDecisionFormat; its limit is the burst.
--- Errors: 'SLUICE_BADARG ...' for invalid arguments, raised before anything is read or written.
+-- Errors: 'SLUICE_BADARG ...' for invalid arguments, raised before anything is read or written;
+-- a credit (kRefund) is one: only check_all decides credits.
 
 local function CheckGcra(keys, args)
   if not Call then

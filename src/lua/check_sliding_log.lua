@@ -3,7 +3,8 @@
 -- keys[1]                  the state key (docs/keys.md)
 -- args[kArgvBase + 1]      one sliding_log check (parse_check.lua)
 -- Returns one decision, packed in kDecisionFormat.
--- Errors: 'SLUICE_BADARG ...' for invalid arguments, raised before anything is read or written.
+-- Errors: 'SLUICE_BADARG ...' for invalid arguments, raised before anything is read or written;
+-- a credit (kRefund) is one: only check_all decides credits.
 
 local function CheckSlidingLog(keys, args)
   if not Call then

@@ -42,6 +42,9 @@ local kGcra = 4
 -- Added to a fixed window's algorithm byte: the check counts rejected hits (docs/algorithms.md,
 -- "Counting rejected hits"; LimitCheck::count_rejected).
 local kCountRejected = 128
+-- Added to any algorithm's byte: the check is a credit, which gives back `cost` units charged
+-- earlier (docs/algorithms.md, "Credits"; LimitCheck::refund). Only check_all decides credits.
+local kRefund = 64
 
 -- One check, one ARGV entry of kCheckBytes: algorithm, limit, period_us, capacity, cost,
 -- little-endian (AppendCheckArguments() in lua_scripts.cc writes it).

@@ -99,6 +99,37 @@ local function DecideFixedWindow(limit, period, window_start, count, now, cost, 
   return 0, remaining, reset_after, reset_after, window_start, count
 end
 
+-- Gives back `units` charged earlier (docs/algorithms.md, "Credits") at `now` against the state
+-- (window_start, count): the count of the window a check would count in goes down, never below 0
+-- (a count of an earlier window is not this window's: there is nothing to give back). Returns
+-- allowed (always 1), remaining, reset_after, retry_after (0), which are a peek of the state after
+-- the credit, that state, and whether it changed (only then is it written, with its expiry W + P
+-- as an admission in the window writes it).
+local function CreditFixedWindow(limit, period, window_start, count, now, units)
+  local m = now
+  if window_start > m then
+    m = window_start
+  end
+  -- The window of DecideFixedWindow.
+  local window = m - m % period
+  if window > m then
+    window = window - period
+  elseif window + period <= m then
+    window = window + period
+  end
+  local changed = false
+  if window_start >= window and count > 0 and units > 0 then
+    local after = count - units
+    if after < 0 then
+      after = 0
+    end
+    window_start, count, changed = window, after, true
+  end
+  local _, remaining, reset_after =
+    DecideFixedWindow(limit, period, window_start, count, now, 0, false)
+  return 1, remaining, reset_after, 0, window_start, count, changed
+end
+
 -- Expires at the end of the window: W + P, a whole ms (W is a multiple of P). Within one window
 -- under one period the expiry does not change, so the key keeps its TTL.
 local function SaveFixedWindow(key, window_start, count, period, now, stored_expiry_ms)

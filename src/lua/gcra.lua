@@ -119,6 +119,83 @@ local function DecideGcra(rate, burst, period, tat_us, tat_frac, now, cost, leas
   return allowed, remaining, reset_after, retry_after, tat_us, tat_frac, leases
 end
 
+-- Returns the TAT a check at `now` decides on, as (dt, frac) after now: the stored TAT carried,
+-- clamped at now and raised by every floor of the lease record `leases` (nil for none), as
+-- DecideGcra's (fdt, ffrac); and G(now), the units of the running leases. What a credit or a lease
+-- refund takes units back from.
+local function FlooredGcra(rate, burst, period, tat_us, tat_frac, now, leases)
+  local us, frac = tat_us, tat_frac
+  if frac >= rate then
+    local carry = IDiv(frac, rate)
+    us = us + carry
+    frac = frac - carry * rate
+  end
+  if us < now then
+    us, frac = now, 0
+  end
+  local dt, running = us - now, 0
+  if leases ~= nil then
+    dt, frac, running = LeaseRecord().GcraFloors(rate, burst, period, dt, frac, now, leases, nil)
+    local floor = running * period
+    local q = IDiv(floor, rate)
+    local r = floor - q * rate
+    if q > dt or (q == dt and r > frac) then
+      dt, frac = q, r
+    end
+  end
+  return dt, frac, running
+end
+
+-- Gives back `units` charged earlier (docs/algorithms.md, "Credits") at `now` against the TAT
+-- (tat_us, tat_frac) and the lease record `leases`, as CreditTokenBucket on the debt of the TAT a
+-- check would decide on: D' = max(0, D - min(units, burst) * P), the units D' falls short of the
+-- running leases' floor taken off their entries, and tat' = now + D' / limit as a pair. A debt
+-- above 2 * B * P (only after a backward time step) is never formed: the credit is then the pair
+-- tat - min(units, burst) * T (borrowing a microsecond when the fraction is below the
+-- increment's), which cannot reach the floor (at most B * P). Returns allowed (always 1),
+-- remaining, reset_after, retry_after (0), which are a peek of the state after the credit, that
+-- state (the record pruned at `now` when it changed), and whether it changed (only then is it
+-- written, with the usual expiry).
+local function CreditGcra(rate, burst, period, tat_us, tat_frac, now, units, leases)
+  local fdt, ffrac, running = FlooredGcra(rate, burst, period, tat_us, tat_frac, now, leases)
+  local u = units
+  if u > burst then
+    u = burst
+  end
+  local increment = u * period -- <= B * P <= 2^50
+  local dt, frac
+  local short = 0
+  if fdt > 2 * IDiv(burst * period, rate) + 1 then
+    local q = IDiv(increment, rate)
+    dt, frac = fdt - q, ffrac - (increment - q * rate)
+    if frac < 0 then
+      frac = frac + rate
+      dt = dt - 1
+    end
+  else
+    -- D <= 2 * B * P + 2 * limit < 2^52: exact.
+    local after = fdt * rate + ffrac - increment
+    if after < 0 then
+      after = 0
+    end
+    if after < running * period then
+      short = CeilDiv(running * period - after, period)
+    end
+    dt = IDiv(after, rate)
+    frac = after - dt * rate
+  end
+  local changed = false
+  if dt < fdt or (dt == fdt and frac < ffrac) then
+    tat_us, tat_frac, changed = now + dt, frac, true
+    if leases ~= nil then
+      leases = LeaseRecord().TakeFromRunning(leases, short, now)
+    end
+  end
+  local _, remaining, reset_after =
+    DecideGcra(rate, burst, period, tat_us, tat_frac, now, 0, leases)
+  return 1, remaining, reset_after, 0, tat_us, tat_frac, leases, changed
+end
+
 -- Expires at the TAT, rounded up to the microsecond, or when the last running lease's floor has
 -- passed: now + reset_after. REQUIRES: `leases` pruned at `now`.
 local function SaveGcra(key, tat_us, tat_frac, now, leases, rate, burst, period)

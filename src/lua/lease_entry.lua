@@ -210,10 +210,15 @@ local function LeaseAll(keys, args)
   local checks, wants = {}, {}
   local seen = {}
   for i = 1, n do
-    local algorithm, limit, period, capacity, cost, counting = ParseCheck(args[kArgvBase + i], i)
+    local algorithm, limit, period, capacity, cost, counting, refund =
+      ParseCheck(args[kArgvBase + i], i)
     if counting then
       -- A lease spends units that were admitted; a check recording denied hits takes none.
       Fail('check ' .. i .. ': a check counting rejected hits takes no lease')
+    end
+    if refund then
+      -- A credit gives units back; it has nothing to lease (check_all decides it).
+      Fail('check ' .. i .. ': a credit takes no lease')
     end
     if seen[keys[i]] then
       Fail('check ' .. i .. ': key repeated (the keys of a leasing call must be distinct)')
@@ -296,31 +301,10 @@ local function RefundWindow(c, key, i, ends, unspent)
 end
 
 -- The sliding log's refund: up to `unspent` entries at `ends` go, those named last (the m-th, the
--- (m-1)-th, ...), so that the entries left there are still named 1 .. m' (sliding_log.lua). By
--- name, not by score: removing all of them and writing some back would delete a key left empty,
--- and its TTL with it. (A sorted set of more than a few hundred members is a skip list, where
--- ZREM finds a member through its hash table.) The key keeps its TTL: fewer entries never need a
--- longer one. Returns the entries removed.
+-- (m-1)-th, ...), so that the entries left there are still named 1 .. m' (sliding_log.lua). The
+-- key keeps its TTL: fewer entries never need a longer one. Returns the entries removed.
 local function RefundSlidingLog(key, ends, unspent)
-  local ends_text = Format('%d', ends)
-  local m = Call('ZCOUNT', key, ends_text, ends_text)
-  if unspent > m then
-    unspent = m
-  end
-  local removed = 0
-  local names = {}
-  for i = m, m - unspent + 1, -1 do
-    if i == 1 then
-      names[#names + 1] = ends_text
-    else
-      names[#names + 1] = ends_text .. ':' .. i
-    end
-    if #names >= kZaddChunk or i == m - unspent + 1 then
-      removed = removed + Call('ZREM', key, unpack(names))
-      names = {}
-    end
-  end
-  return removed
+  return RemoveLastNamedSlidingLogEntries(key, Format('%d', ends), unspent)
 end
 
 -- The token bucket's and GCRA's refund: the entry (ends, granted) must be in the record; u units
@@ -341,24 +325,9 @@ local function RefundBucket(c, key, i, ends, granted, unspent, now)
   if burst < u then
     u = burst
   end
-  local R = LeaseRecord()
   if algorithm == kTokenBucket then
     -- The deficit refilled to t, then every floor (this lease's included), less u tokens.
-    local t = now
-    if b > t then
-      t = b
-    end
-    local d = a
-    if t - b >= CeilDiv(d, rate) then
-      d = 0
-    else
-      d = d - (t - b) * rate
-    end
-    local running
-    d, running = R.BucketFloors(rate, burst, period, d, b, t, now, leases, nil)
-    if running * period > d then
-      d = running * period
-    end
+    local t, d = FlooredTokenBucket(rate, burst, period, a, b, now, leases)
     d = d - u * period
     if d < 0 then
       d = 0
@@ -367,25 +336,9 @@ local function RefundBucket(c, key, i, ends, granted, unspent, now)
     return u
   end
   -- GCRA: the TAT after now with every floor, less u * T as pairs, never before now.
-  local us, frac = a, b
-  if frac >= rate then
-    local carry = IDiv(frac, rate)
-    us = us + carry
-    frac = frac - carry * rate
-  end
-  if us < now then
-    us, frac = now, 0
-  end
-  local dt, running
-  dt, frac, running = R.GcraFloors(rate, burst, period, us - now, frac, now, leases, nil)
-  local floor = running * period
-  local q = IDiv(floor, rate)
-  local r = floor - q * rate
-  if q > dt or (q == dt and r > frac) then
-    dt, frac = q, r
-  end
+  local dt, frac = FlooredGcra(rate, burst, period, a, b, now, leases)
   local increment = u * period
-  q = IDiv(increment, rate)
+  local q = IDiv(increment, rate)
   dt, frac = dt - q, frac - (increment - q * rate)
   if frac < 0 then
     frac = frac + rate
@@ -409,9 +362,13 @@ local function LeaseRefund(keys, args)
   local checks, refunds = {}, {}
   local algorithm_of_key = {}
   for i = 1, n do
-    local algorithm, limit, period, capacity, _, counting = ParseCheck(args[kArgvBase + i], i)
+    local algorithm, limit, period, capacity, _, counting, refund =
+      ParseCheck(args[kArgvBase + i], i)
     if counting then
       Fail('check ' .. i .. ': a check counting rejected hits takes no lease')
+    end
+    if refund then
+      Fail('check ' .. i .. ': a credit takes no lease')
     end
     local seen = algorithm_of_key[keys[i]]
     if seen ~= nil and seen ~= algorithm then

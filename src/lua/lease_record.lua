@@ -68,6 +68,36 @@ local function LeaseRecord()
     return kept
   end
 
+  -- Returns a new record: `record` with `units` taken off its running entries (ends_us > now),
+  -- the earliest ending first (of equal ends, the first granted), an entry left with 0 dropped,
+  -- and pruned at `now` (nil when empty): the units of a credit that the running leases' floor
+  -- would otherwise take back (docs/algorithms.md, "Credits"). Holders spend their earliest
+  -- ending units first, so those are the likeliest spent.
+  function R.TakeFromRunning(record, units, now)
+    local kept = {}
+    for i = 1, #record, 2 do
+      local ends, granted = record[i], record[i + 1]
+      if ends > now then
+        if units > 0 then
+          local taken = units
+          if taken > granted then
+            taken = granted
+          end
+          granted = granted - taken
+          units = units - taken
+        end
+        if granted > 0 then
+          kept[#kept + 1] = ends
+          kept[#kept + 1] = granted
+        end
+      end
+    end
+    if #kept == 0 then
+      return nil
+    end
+    return kept
+  end
+
   -- The record's floors on a token bucket's deficit `d`, refilled to `t` from `updated`. Visits
   -- the entries from the last, with `units` = min(burst, the units of an entry and every later
   -- one): G_k for the first of equal ends (the others' terms are dominated by it). Returns

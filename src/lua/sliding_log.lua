@@ -5,8 +5,10 @@
 -- '<time>' for the first, '<time>:<i>' for the i-th (i >= 2).
 --
 -- Why members are unique by construction: entries are only ever removed by an admission's trim
--- (every entry at or before a time) or with the whole key, so the entries at one microsecond t
--- are always all of those recorded at t, the 1st .. m-th. An admission at `now` names its units
+-- (every entry at or before a time), with the whole key, or by a credit or a lease refund, which
+-- remove every entry after a time and, at that time, the entries named last (the m-th, the
+-- (m-1)-th, ...), so the entries at one microsecond t are always the 1st .. m-th recorded at t.
+-- An admission at `now` names its units
 -- the (m+1)-th .. (m+c)-th, where m is the number of entries at `now`: 0 when no entry is at or
 -- after `now` (the usual case), else counted with ZCOUNT (the same microsecond again, or time
 -- stepped back). This holds whatever the
@@ -28,21 +30,29 @@
 local kZaddChunk = 1000
 
 -- Returns the state of the log at `key` as this script sees it: what it has read of the stored
--- log (`newest`: the newest stored entry once read; `future`: how many stored entries are at or
--- after `now`, once counted), and what it has decided on it but not written yet. `pending` units
--- were admitted in this script, all at `now`; `trim_horizon` is what their admissions drop when
--- written and `max_period` the longest period among them (only check_all with a repeated key
--- decides twice on one state before writing it).
+-- log (`newest`: the newest stored entry left once read; `future`: how many stored entries are at
+-- or after `now`, once counted), and what it has decided on it but not written yet. `pending`
+-- units were admitted in this script, all at `now`; `trim_horizon` is what their admissions drop
+-- when written and `max_period` the longest period among them; `removed` stored entries, the
+-- newest ones, were given back by credits (only check_all with a repeated key decides twice on
+-- one state before writing it).
+--
+-- Credits keep this lazy form: a credit gives back the newest live entries, and the newest of
+-- these are always stored entries after `now` (only a lease or a backward time step makes them),
+-- then the pending ones (at `now`, named after the stored ones there), then stored entries at or
+-- before `now`. So the stored entries left are always all but the `removed` newest, and every
+-- count of a top range of them (live, at or after `now`) is the stored count less `removed`.
 local function LoadSlidingLog(key, key_index)
   return {key = key, key_index = key_index, newest = nil, future = nil, pending = 0,
-    trim_horizon = nil, max_period = 0}
+    trim_horizon = nil, max_period = 0, removed = 0}
 end
 
--- Returns the newest stored entry's time (REQUIRES: the log has an entry). The highest score is
--- an entry whenever there is one: members with a negative score come first.
+-- Returns the newest stored entry's time, of those credits left (REQUIRES: one is left). The
+-- highest score is an entry whenever there is one: members with a negative score come first.
 local function SlidingLogNewest(st)
   if st.newest == nil then
-    local top = Call('ZRANGE', st.key, -1, -1, 'WITHSCORES')
+    local rank = -1 - st.removed
+    local top = Call('ZRANGE', st.key, rank, rank, 'WITHSCORES')
     st.newest = ParseInt(top[2], 0, kMaxTimeUs)
     if st.newest == nil then
       FailState(st.key_index, 'entry score')
@@ -51,13 +61,16 @@ local function SlidingLogNewest(st)
   return st.newest
 end
 
--- Returns the number of stored entries at or after `now`: 0 unless the same microsecond comes
--- again or time stepped back.
+-- Returns the number of stored entries (of those credits left) at or after `now`: 0 unless the
+-- same microsecond comes again or time stepped back.
 local function SlidingLogFuture(st, now_text)
   if st.future == nil then
     st.future = Call('ZCOUNT', st.key, now_text, '+inf')
   end
-  return st.future
+  if st.future > st.removed then
+    return st.future - st.removed
+  end
+  return 0
 end
 
 -- Returns the entries that count at `now` under `period`: their count, and the horizon and its
@@ -74,7 +87,11 @@ local function SlidingLogLive(st, now, period)
     horizon_text = Format('%d', horizon)
     live_min = '(' .. horizon_text
   end
-  return Call('ZCOUNT', st.key, live_min, '+inf') + st.pending, horizon, horizon_text
+  local stored = Call('ZCOUNT', st.key, live_min, '+inf') - st.removed
+  if stored < 0 then
+    stored = 0
+  end
+  return stored + st.pending, horizon, horizon_text
 end
 
 -- Returns the newest live entry's time, or nil when `live` is 0. Pending units are at `now`. A
@@ -108,6 +125,16 @@ local function SlidingLogKthOldest(st, horizon, horizon_text, k, now, now_text)
       live_min = '(' .. horizon_text
     end
     local before = Call('ZCOUNT', st.key, live_min, now_text)
+    if st.removed > 0 then
+      -- Credits took the newest stored entries: those after `now` first, then these.
+      local taken = st.removed - Call('ZCOUNT', st.key, '(' .. now_text, '+inf')
+      if taken > 0 then
+        before = before - taken
+        if before < 0 then
+          before = 0
+        end
+      end
+    end
     if k > before then
       if k <= before + st.pending then
         return now
@@ -116,7 +143,7 @@ local function SlidingLogKthOldest(st, horizon, horizon_text, k, now, now_text)
     end
   end
   -- Ranks: members with a negative score (an earlier version's '#') first, then the entries that
-  -- no longer count, then the live ones.
+  -- no longer count, then the live ones (credits take the newest: no rank below changes).
   local not_live = '(0'
   if horizon >= 0 then
     not_live = horizon_text
@@ -169,6 +196,82 @@ local function DecideSlidingLog(limit, period, st, now, now_text, cost)
   return 0, remaining, reset_after, oldest + period - now
 end
 
+-- Gives back `units` charged earlier (docs/algorithms.md, "Credits") at `now` (and its text)
+-- against the log `st`: the newest min(units, live) live entries go, newest time first, which
+-- the state records (`removed`, fewer `pending`) for Save to write. Returns allowed (always 1),
+-- remaining, reset_after, retry_after (0), which are a peek of the log after the credit, and
+-- whether it changed.
+local function CreditSlidingLog(limit, period, st, now, now_text, units)
+  local given = SlidingLogLive(st, now, period)
+  if units < given then
+    given = units
+  end
+  if given > 0 then
+    -- Stored entries after `now` first (a lease's, or left by a backward time step), then the
+    -- pending ones at `now` (named last there), then stored ones at or before `now`.
+    local after = Call('ZCOUNT', st.key, '(' .. now_text, '+inf') - st.removed
+    if after < 0 then
+      after = 0
+    end
+    if after > given then
+      after = given
+    end
+    local pending = given - after
+    if pending > st.pending then
+      pending = st.pending
+    end
+    st.removed = st.removed + given - pending
+    st.pending = st.pending - pending
+    st.newest = nil
+  end
+  local _, remaining, reset_after = DecideSlidingLog(limit, period, st, now, now_text, 0)
+  return 1, remaining, reset_after, 0, given > 0
+end
+
+-- Removes up to `count` entries at `t_text` from the log at `key`, those named last (the m-th,
+-- the (m-1)-th, ...), so that the entries left there are still named 1 .. m - count. By name, not
+-- by score: removing all of them and writing some back would delete a key left empty, and its
+-- TTL with it. (A sorted set of more than a few hundred members is a skip list, where ZREM finds
+-- a member through its hash table.) Members an earlier version named by a sequence are not found
+-- by these names: fewer are removed then, never others. Returns the entries removed.
+local function RemoveLastNamedSlidingLogEntries(key, t_text, count)
+  local m = Call('ZCOUNT', key, t_text, t_text)
+  if count > m then
+    count = m
+  end
+  local removed = 0
+  local names = {}
+  for i = m, m - count + 1, -1 do
+    if i == 1 then
+      names[#names + 1] = t_text
+    else
+      names[#names + 1] = t_text .. ':' .. i
+    end
+    if #names >= kZaddChunk or i == m - count + 1 then
+      removed = removed + Call('ZREM', key, unpack(names))
+      names = {}
+    end
+  end
+  return removed
+end
+
+-- Removes the `count` newest entries of the log at `key` (REQUIRES: 1 <= count <= its entries
+-- with a score >= 0): every entry after the time t of the count-th newest, by score, then at t the
+-- ones named last. One pass, whatever the times: an earlier version's names at t are not found
+-- and stay (the log then keeps a few more entries than the decision counted, never fewer).
+local function RemoveNewestSlidingLogEntries(key, key_index, count)
+  local entry = Call('ZRANGE', key, -count, -count, 'WITHSCORES')
+  local t = ParseInt(entry[2], 0, kMaxTimeUs)
+  if t == nil then
+    FailState(key_index, 'entry score')
+  end
+  local t_text = Format('%d', t)
+  local removed = Call('ZREMRANGEBYSCORE', key, '(' .. t_text, '+inf')
+  if removed < count then
+    RemoveLastNamedSlidingLogEntries(key, t_text, count - removed)
+  end
+end
+
 -- Writes `count` entries at `t` (and its text `t_text`), named after the `m` already there.
 local function AddSlidingLogEntries(key, t_text, m, count)
   if m == 0 and count == 1 then
@@ -193,10 +296,17 @@ local function AddSlidingLogEntries(key, t_text, m, count)
   end
 end
 
--- Writes the pending entries (trimming those that no longer count first) and the leased ones
--- (`lease_units` at `lease_at`, lease_entry.lua), then the expiry.
+-- Writes what credits gave back (the `removed` newest stored entries), the pending entries
+-- (trimming those that no longer count first) and the leased ones (`lease_units` at `lease_at`,
+-- lease_entry.lua), then the expiry when entries were added: a log that only lost entries keeps
+-- its TTL, which fewer entries never need longer.
 local function SaveSlidingLog(key, st, now, now_text)
-  if st.trim_horizon >= 0 then
+  if st.removed > 0 then
+    -- First, while the stored entries are those the credits counted from the top.
+    RemoveNewestSlidingLogEntries(key, st.key_index, st.removed)
+    st.removed, st.newest, st.future = 0, nil, nil
+  end
+  if st.trim_horizon ~= nil and st.trim_horizon >= 0 then
     Call('ZREMRANGEBYSCORE', key, '0', Format('%d', st.trim_horizon))
   end
   local newest = nil
@@ -248,5 +358,7 @@ local function SaveSlidingLog(key, st, now, now_text)
   end
   -- Expiry: the newest entry plus the period (the longest of this script's admissions, when
   -- check_all names the key with several limits).
-  SetExpiry(key, CeilDiv(newest + st.max_period, 1000), now)
+  if newest ~= nil then
+    SetExpiry(key, CeilDiv(newest + st.max_period, 1000), now)
+  end
 end

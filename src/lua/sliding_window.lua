@@ -113,6 +113,51 @@ local function DecideSlidingWindow(limit, period, window_start, current, previou
   return 0, remaining, reset_after, retry_after, window_start, current, previous
 end
 
+-- Gives back `units` charged earlier (docs/algorithms.md, "Credits") at `now` against
+-- (window_start, current, previous): the state rolled forward to the window a check would count
+-- in and capped at the limit, as DecideSlidingWindow reads it; then the current count goes down,
+-- never below 0 (the previous window's count is what it spent, and stays). Returns allowed
+-- (always 1), remaining, reset_after, retry_after (0), which are a peek of the state after the
+-- credit, that state, and whether it changed (only then is it written, expiring at W + 2P).
+local function CreditSlidingWindow(limit, period, window_start, current, previous, now, units)
+  local cur, prev = current, previous
+  if cur > limit then
+    cur = limit
+  end
+  if prev > limit then
+    prev = limit
+  end
+  -- The window and the roll of DecideSlidingWindow.
+  local m = now
+  if window_start > m then
+    m = window_start
+  end
+  local window = m - m % period
+  if window > m then
+    window = window - period
+  elseif window + period <= m then
+    window = window + period
+  end
+  if window_start < window then
+    if window_start >= window - period then
+      prev, cur = cur, 0
+    else
+      prev, cur = 0, 0
+    end
+  end
+  local changed = false
+  if cur > 0 and units > 0 then
+    local after = cur - units
+    if after < 0 then
+      after = 0
+    end
+    window_start, current, previous, changed = window, after, prev, true
+  end
+  local _, remaining, reset_after =
+    DecideSlidingWindow(limit, period, window_start, current, previous, now, 0)
+  return 1, remaining, reset_after, 0, window_start, current, previous, changed
+end
+
 -- now + reset_after: the end of the window after the recorded one, W + 2P, a whole ms. Within
 -- one window under one period the expiry does not change, so the key keeps its TTL.
 local function SaveSlidingWindow(key, window_start, current, previous, period, now,

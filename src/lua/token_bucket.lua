@@ -90,6 +90,69 @@ local function DecideTokenBucket(rate, burst, period, deficit, updated, now, cos
   return allowed, remaining, reset_after, retry_after, deficit, updated, leases
 end
 
+-- Returns t = max(now, updated), the deficit a check at `now` decides on (refilled to t, then
+-- raised by every floor of the lease record `leases`, nil for none: DecideTokenBucket's
+-- `floored`) and G(now), the units of the running leases: what a credit or a lease refund takes
+-- units back from.
+local function FlooredTokenBucket(rate, burst, period, deficit, updated, now, leases)
+  local t = now
+  if updated > t then
+    t = updated
+  end
+  local d = deficit
+  if d > 0 then
+    if t - updated >= CeilDiv(d, rate) then
+      d = 0
+    else
+      d = d - (t - updated) * rate
+    end
+  end
+  local running = 0
+  if leases ~= nil then
+    d, running = LeaseRecord().BucketFloors(rate, burst, period, d, updated, t, now, leases, nil)
+    if running * period > d then
+      d = running * period
+    end
+  end
+  return t, d, running
+end
+
+-- Gives back `units` charged earlier (docs/algorithms.md, "Credits") at `now` against (deficit,
+-- updated) and the lease record `leases`: at most a full bucket (burst) of tokens goes back, from
+-- the deficit a check would decide on now, never below 0. Where that leaves the deficit below the
+-- running leases' floor G(now) * P, the units it falls short are taken off the running leases'
+-- entries, the earliest ending first (a credited unit was spent, from a lease or not), or the
+-- next read would floor the credit away. Returns allowed (always 1), remaining, reset_after,
+-- retry_after (0), which are a peek of the state after the credit, that state (the record pruned
+-- at `now` when it changed), and whether it changed (only then is it written, with the usual
+-- expiry).
+local function CreditTokenBucket(rate, burst, period, deficit, updated, now, units, leases)
+  local t, floored, running = FlooredTokenBucket(rate, burst, period, deficit, updated, now, leases)
+  local u = units
+  if u > burst then
+    u = burst
+  end
+  -- u * period <= B * P <= 2^50.
+  local after = floored - u * period
+  if after < 0 then
+    after = 0
+  end
+  local changed = false
+  if after < floored then
+    deficit, updated, changed = after, t, true
+    if leases ~= nil then
+      local short = 0
+      if after < running * period then
+        short = CeilDiv(running * period - after, period)
+      end
+      leases = LeaseRecord().TakeFromRunning(leases, short, now)
+    end
+  end
+  local _, remaining, reset_after =
+    DecideTokenBucket(rate, burst, period, deficit, updated, now, 0, leases)
+  return 1, remaining, reset_after, 0, deficit, updated, leases, changed
+end
+
 -- The bucket is full again ceil(deficit / rate) after `updated`, and each running lease's floor
 -- has refilled ceil(G_k * P / rate) after its end: the latest of these, now + reset_after.
 -- REQUIRES: `leases` pruned at `now`.

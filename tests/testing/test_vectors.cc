@@ -172,14 +172,17 @@ absl::StatusOr<VectorStep> ParseStep(const Limit& limit, const json::value& v, c
   SLUICE_ASSIGN_OR_RETURN(
       const json::object* object,
       lease_file ? AsObject(v, path,
-                            {"now_us", "cost", "want", "ttl_us", "allowed", "remaining",
+                            {"now_us", "credit", "cost", "want", "ttl_us", "allowed", "remaining",
                              "reset_after_us", "retry_after_us", "granted", "ends_us", "note"})
                  : AsObject(v, path,
-                            {"now_us", "cost", "allowed", "remaining", "reset_after_us",
+                            {"now_us", "credit", "cost", "allowed", "remaining", "reset_after_us",
                              "retry_after_us", "note"}));
   VectorStep step{};
   SLUICE_ASSIGN_OR_RETURN(step.now_us, IntMember(*object, "now_us", path));
   SLUICE_ASSIGN_OR_RETURN(step.cost, IntMember(*object, "cost", path));
+  if (object->contains("credit")) {
+    SLUICE_ASSIGN_OR_RETURN(step.credit, BoolMember(*object, "credit", path));
+  }
   SLUICE_ASSIGN_OR_RETURN(step.expect.allowed, BoolMember(*object, "allowed", path));
   SLUICE_ASSIGN_OR_RETURN(step.expect.remaining, IntMember(*object, "remaining", path));
   SLUICE_ASSIGN_OR_RETURN(const int64_t reset_after_us, IntMember(*object, "reset_after_us", path));
@@ -198,6 +201,13 @@ absl::StatusOr<VectorStep> ParseStep(const Limit& limit, const json::value& v, c
   }
   if (absl::Status s = ValidateCost(step.cost); !s.ok()) {
     return path.Error(std::string(s.message()));
+  }
+  // A credit is always allowed (docs/algorithms.md, "Credits"), and never leases.
+  if (step.credit && (!step.expect.allowed || retry_after_us != 0)) {
+    return path.Error("a credit is allowed with retry_after_us 0");
+  }
+  if (step.credit && object->contains("want")) {
+    return path.Field("want").Error("a credit takes no lease");
   }
   if (object->contains("want")) {
     VectorLease lease{};

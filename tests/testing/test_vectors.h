@@ -11,6 +11,11 @@
 // Each case starts from no state; its steps apply in order to one key. `now_us` is absolute epoch
 // microseconds (windows align to epoch multiples of the period).
 //
+// A step with "credit": true is a credit (docs/algorithms.md, "Credits"; LimitCheck::refund): its
+// "cost" is the units given back (0 .. 2^32, even above the capacity) and its expected decision
+// that of the state after it (always allowed, retry_after_us 0). Credits are allowed in both kinds
+// of files ("refund" is a lease refund's, below).
+//
 // Lease vectors (tests/vectors/lease/*.json, docs/algorithms.md "Leases") have the same format,
 // and their steps may also be
 //   a leasing check: a check step with "want", "ttl_us" and the expected "granted" and "ends_us"
@@ -18,7 +23,8 @@
 //   a refund: {"now_us": ..., "refund": {"ends_us": ..., "granted": ..., "unspent": ...},
 //              "refunded": <units the store gives back>, "note": ...}.
 // A check step without "want" is an exact check (which, on a state with a lease record, applies
-// its floors). Lease steps are refused in the main files, which every store replays as checks.
+// its floors). Lease steps are refused in the main files, which every store replays as checks
+// (credits through the call that decides them), and a leasing check is never a credit.
 //
 // Example:
 //   for (const VectorCase& c : LoadAllVectors()) {
@@ -62,7 +68,10 @@ struct VectorRefund {
 
 struct VectorStep {
   int64_t now_us;
+  // The units charged, or given back by a credit.
   int64_t cost;
+  // A credit (LimitCheck::refund): gives `cost` units back.
+  bool credit = false;
   // The expected decision; `expect.limit` is the limit's capacity and `from_fallback` is false.
   Decision expect;
   // Set for a leasing check (lease files only).

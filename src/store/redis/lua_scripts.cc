@@ -100,9 +100,9 @@ std::string EncodeCheckArgument(uint8_t algorithm, uint64_t limit, uint64_t peri
 }
 
 void AppendCheckArguments(const Limit& limit, int64_t cost, std::vector<std::string>& argv,
-                          bool count_rejected) {
-  const auto algorithm =
-      static_cast<uint8_t>(static_cast<uint8_t>(limit.algorithm) | (count_rejected ? 0x80 : 0));
+                          bool count_rejected, bool refund) {
+  const auto algorithm = static_cast<uint8_t>(static_cast<uint8_t>(limit.algorithm) |
+                                              (count_rejected ? 0x80 : 0) | (refund ? 0x40 : 0));
   argv.push_back(EncodeCheckArgument(
       algorithm, static_cast<uint64_t>(limit.limit), static_cast<uint64_t>(limit.period.count()),
       static_cast<uint64_t>(limit.Capacity()), static_cast<uint64_t>(cost)));

@@ -8,7 +8,8 @@
 //               KEYS = {state key}; ARGV = {check}
 //               -> decision
 //   check_all   every algorithm; KEYS = n state keys; ARGV = one check per key, in order
-//               -> all_allowed, then each decision
+//               -> all_allowed, then each decision; the only script deciding credits
+//               (LimitCheck::refund)
 //   lease_all   as check_all, with distinct keys and one want per check after the checks
 //               -> all_allowed, now_us, then each decision with its grant and the lease's end
 //   lease_refund
@@ -145,12 +146,13 @@ LuaScript MakeLibraryScript(std::string name, std::string_view text, const LuaLi
 // AppendCheckArguments()
 //
 // Appends the ARGV entry of one check to `argv`: kCheckArgumentBytes, little-endian: the
-// algorithm (u8, its enum value, plus 0x80 with `count_rejected`: common.lua's kCountRejected),
-// limit (u32), period in microseconds (u64), Capacity() (u32) and cost (u64).
+// algorithm (u8, its enum value, plus 0x80 with `count_rejected`: common.lua's kCountRejected,
+// plus 0x40 with `refund`, a credit of `cost` units: kRefund), limit (u32), period in
+// microseconds (u64), Capacity() (u32) and cost (u64).
 // REQUIRES: ValidateLimit(limit) and ValidateCost(cost) are OK; count_rejected only for a fixed
-// window (the scripts refuse it otherwise).
+// window and never with refund; a refund only for check_all (the scripts refuse it otherwise).
 void AppendCheckArguments(const Limit& limit, int64_t cost, std::vector<std::string>& argv,
-                          bool count_rejected = false);
+                          bool count_rejected = false, bool refund = false);
 
 // EncodeCheckArgument()
 //

@@ -75,6 +75,12 @@ absl::Status ValidateLease(std::span<const LimitCheck> checks, std::span<const L
       return absl::InvalidArgumentError(absl::StrCat(
           "checks[", i, "].count_rejected: a check counting rejected hits takes no lease"));
     }
+    // A credit gives units back: there is nothing to lease (LeaseStore sends it on the exact
+    // path, and lease_all refuses it too).
+    if (checks[i].refund) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checks[", i, "].refund: a credit takes no lease"));
+    }
   }
   if (checks.size() > static_cast<size_t>(kMaxChecksPerScript)) {
     return absl::InvalidArgumentError(

@@ -158,7 +158,7 @@ class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
     };
   }
 
-  // Runs one check's script on `redis_key`.
+  // Runs one check's script on `redis_key`. REQUIRES: the check is not a credit (RunChecks()).
   void RunCheck(std::string redis_key, const Limit& limit, int64_t cost, bool count_rejected,
                 DecisionCallback done) {
     std::vector<std::string> args;
@@ -208,12 +208,14 @@ class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
   // Decides checks[i] for each i of `indices` (one slot on a Cluster; empty for all of them) in
   // one atomic call, whose keys are redis_keys[i] (moved from). One check takes the single-check
   // script: it decides exactly as check_all with one check does (the Lua vectors test runs every
-  // vector through both) and costs Redis less. The one place that chooses between the two.
+  // vector through both) and costs Redis less. A credit (LimitCheck::refund) always takes
+  // check_all, the only script that decides credits, alone or not. The one place that chooses
+  // between the two.
   void RunChecks(std::span<const LimitCheck> checks, std::span<const size_t> indices,
                  std::vector<std::string>& redis_keys, MultiDecisionCallback done) {
     const size_t n = indices.empty() ? checks.size() : indices.size();
     const auto index = [indices](size_t j) { return indices.empty() ? j : indices[j]; };
-    if (n == 1) {
+    if (n == 1 && !checks[index(0)].refund) {
       const size_t i = index(0);
       RunCheck(std::move(redis_keys[i]), checks[i].limit, checks[i].cost, checks[i].count_rejected,
                OneDecision(std::move(done)));
@@ -226,7 +228,8 @@ class RedisStoreImpl final : public RedisStore, public internal::LeaseSource {
     for (size_t j = 0; j < n; ++j) {
       const size_t i = index(j);
       group_keys.push_back(std::move(redis_keys[i]));
-      AppendCheckArguments(checks[i].limit, checks[i].cost, args, checks[i].count_rejected);
+      AppendCheckArguments(checks[i].limit, checks[i].cost, args, checks[i].count_rejected,
+                           checks[i].refund);
     }
     RunCheckAll(std::move(group_keys), args, std::move(done));
   }

@@ -1,8 +1,8 @@
 // Tests of the leasing scripts themselves (lease_all, lease_refund, lease_holders;
 // src/lua/lease_entry.lua), run against a real redis-server as EVALSHA scripts and as the
-// library's functions (FCALL): argument validation, the lease record's encoding, the sliding log's
-// member names, and the TTL of every key a lease or a refund writes. Their decisions are held to
-// the C++ reference by lua_vectors_test.
+// library's functions (FCALL): argument validation (credits refused), the lease record's
+// encoding, the sliding log's member names, and the TTL of every key a lease or a refund writes.
+// Their decisions are held to the C++ reference by lua_vectors_test.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -171,6 +171,28 @@ TEST_P(LuaLeaseScriptsTest, LeaseRefundRejectsInvalidArgumentsWithoutWriting) {
               HasSubstr("algorithm"));
   EXPECT_EQ(conn_->Run({"GET", "k"})->str(), before);
   EXPECT_EQ(DbSize(), 1);
+}
+
+// Verifies that a credit (0x40 added to the algorithm byte) takes no lease: lease_all and
+// lease_refund refuse it before anything is read or written (check_all decides credits).
+TEST_P(LuaLeaseScriptsTest, LeaseScriptsRefuseCredits) {
+  for (Algorithm algorithm : kAllAlgorithms) {
+    SCOPED_TRACE(AlgorithmName(algorithm));
+    const auto byte = static_cast<uint8_t>(algorithm);
+    const std::string check = EncodeCheckArgument(byte, 10, 1000000, 10, 1);
+    const std::string credit = EncodeCheckArgument(0x40 | byte, 10, 1000000, 10, 1);
+    const std::string want = EncodeWantArgument(4, 100 * kMs);
+    absl::StatusOr<RedisReply> reply = conn_->Eval(
+        LeaseAllScriptForTest(), {"k0", "k"}, {absl::StrCat(kT0), check, credit, want, want});
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG check 2: a credit takes no lease"));
+    const std::string refund = EncodeRefundArgument(static_cast<uint64_t>(kT0 + kSecond), 4, 1);
+    reply = conn_->Eval(LeaseRefundScriptForTest(), {"k"},
+                        {absl::StrCat(kT0), credit, refund});
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG check 1: a credit takes no lease"));
+    EXPECT_EQ(DbSize(), 0);
+  }
 }
 
 // Verifies that refunds of a lease that is not there create nothing: no key, no TTL.
@@ -343,8 +365,6 @@ TEST_P(LuaLeaseScriptsTest, GrantsAndRefundsKeepEveryKeyAliveAsLongAsItsState) {
   }
 }
 
-// Verifies, under a random load of grants, refunds and checks with the production scripts, that
-// no key is ever left without a TTL.
 // lease_holders (test time from ARGV[1]): counts the records that have not ended, renews an id's
 // record rather than adding one, and keeps its key alive exactly as long as its latest record.
 TEST_P(LuaLeaseScriptsTest, LeaseHoldersCountsRecordsUntilTheyEnd) {
@@ -399,6 +419,8 @@ TEST_P(LuaLeaseScriptsTest, LeaseHoldersIsBoundedAndRejectsInvalidArguments) {
   EXPECT_EQ(conn_->Run({"ZSCORE", "holders", "id7"})->str(), absl::StrCat(kT0 + 2 * kSecond));
 }
 
+// Verifies, under a random load of grants, refunds, credits and checks with the production
+// scripts, that no key is ever left without a TTL.
 TEST_P(LuaLeaseScriptsTest, NoKeyIsLeftWithoutATtl) {
   std::mt19937_64 rng(20261206);
   std::map<std::string, internal::LeaseGrant> leases;
@@ -409,9 +431,14 @@ TEST_P(LuaLeaseScriptsTest, NoKeyIsLeftWithoutATtl) {
     const Limit limit = MakeLimit(algorithm, 2 + static_cast<int64_t>(rng() % 20),
                                   (1 + static_cast<int64_t>(rng() % 2000)) * kMs);
     std::vector<std::string> args;
-    const int op = static_cast<int>(rng() % 3);
+    const int op = static_cast<int>(rng() % 4);
     absl::StatusOr<RedisReply> reply;
-    if (op == 0 && leases.contains(key)) {
+    if (op == 3) {
+      // A credit (check_all), which may shorten a running lease of a bucket.
+      AppendCheckArguments(limit, static_cast<int64_t>(rng() % 6), args, /*count_rejected=*/false,
+                           /*refund=*/true);
+      reply = conn_->Eval(CheckAllScript(), {key}, args);
+    } else if (op == 0 && leases.contains(key)) {
       const internal::LeaseGrant grant = leases[key];
       AppendCheckArguments(limit, 0, args);
       AppendRefundArgument({.check = {.key = key, .limit = limit, .cost = 0},

@@ -1,11 +1,17 @@
 // Tests of the Lua scripts themselves, run against a real redis-server, as EVALSHA scripts and as
 // the library's functions (FCALL): argument validation, states written by an earlier version,
-// sliding-log member uniqueness, the TTL invariant and the all-or-nothing multi-check.
+// sliding-log member uniqueness, the TTL invariant and the all-or-nothing multi-check; credits
+// (LimitCheck::refund): refused outside check_all, never creating a key, keeping the sliding
+// log's member names and every key's TTL, and RedisStore sending them to check_all.
 #include "src/store/redis/lua_scripts.h"
 
+#include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <future>
 #include <map>
+#include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -17,8 +23,12 @@
 #include "gtest/gtest.h"
 
 #include "sluice/limit.h"
+#include "sluice/redis_store.h"
 
+#include "src/store/lease/lease_source.h"
 #include "src/store/redis/lua_scripts_for_test.h"
+#include "src/store/redis/redis_keys.h"
+#include "src/store/redis/redis_lease.h"
 #include "tests/store/redis/lua_test_support.h"
 #include "tests/testing/redis_server.h"
 
@@ -28,6 +38,7 @@ namespace {
 using ::sluice::testing::CheckForTest;
 using ::sluice::testing::LuaCall;
 using ::sluice::testing::LuaCallName;
+using ::sluice::testing::RedisServer;
 using ::sluice::testing::ScriptConnection;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -526,6 +537,323 @@ TEST_P(LuaScriptsTest, FixedWindowTtlFollowsAPeriodChange) {
   EXPECT_NEAR(static_cast<double>(long_ttl - short_ttl), 10'000.0, 1000.0);
   EXPECT_EQ(StateFields(conn_->Run({"GET", "k"})->str())[2],
             static_cast<uint64_t>((t + 20 * kSecond) / 1000));
+}
+
+// The ARGV of one credit (LimitCheck::refund) of `units` for check_all: the algorithm byte with
+// 0x40 (common.lua's kRefund), after the test time when `now_us` is set.
+std::vector<std::string> CreditArgs(std::optional<int64_t> now_us, const Limit& limit,
+                                    int64_t units) {
+  std::vector<std::string> args;
+  if (now_us.has_value()) args.push_back(absl::StrCat(*now_us));
+  AppendCheckArguments(limit, units, args, /*count_rejected=*/false, /*refund=*/true);
+  return args;
+}
+
+// Runs check_all (`script`: the test-time or the production one) on `keys` and `args`.
+absl::StatusOr<MultiDecision> RunCheckAll(ScriptConnection& conn, const LuaScript& script,
+                                          const std::vector<std::string>& keys,
+                                          const std::vector<std::string>& args) {
+  absl::StatusOr<RedisReply> reply = conn.Eval(script, keys, args);
+  if (!reply.ok()) return reply.status();
+  if (reply->is_error()) return absl::InternalError(reply->str());
+  return ParseCheckAllReply(*reply, keys.size());
+}
+
+// Verifies that a credit (0x40 added to the algorithm byte) is decided by check_all only: each
+// single-check script refuses it, saying so; a credit also counting rejected hits (0x40 | 0x80) is
+// refused everywhere; and the refusals write nothing, even after a valid check of the same call.
+TEST_P(LuaScriptsTest, CreditsGoThroughCheckAllOnly) {
+  for (Algorithm algorithm : kAllAlgorithms) {
+    SCOPED_TRACE(AlgorithmName(algorithm));
+    const auto byte = static_cast<uint8_t>(algorithm);
+    const uint64_t capacity = 10;
+    const std::string credit = EncodeCheckArgument(0x40 | byte, 10, 1000000, capacity, 1);
+    for (const LuaScript* script : {&CheckScriptForTest(algorithm), &CheckScript(algorithm)}) {
+      std::vector<std::string> args = {credit};
+      if (script == &CheckScriptForTest(algorithm)) args.insert(args.begin(), absl::StrCat(kT0));
+      absl::StatusOr<RedisReply> reply = conn_->Eval(*script, {"k"}, args);
+      ASSERT_TRUE(reply.ok()) << reply.status();
+      EXPECT_THAT(reply->str(),
+                  StartsWith("SLUICE_BADARG check 1: a credit goes through check_all"));
+    }
+    const std::string counting = EncodeCheckArgument(0xC0 | byte, 10, 1000000, capacity, 1);
+    absl::StatusOr<RedisReply> reply =
+        conn_->Eval(CheckScriptForTest(algorithm), {"k"}, {absl::StrCat(kT0), counting});
+    ASSERT_TRUE(reply.ok());
+    EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG"));
+    // In check_all, after a valid charge and a valid credit: nothing is written.
+    reply = conn_->Eval(CheckAllScriptForTest(), {"k0", "k1", "k"},
+                        {absl::StrCat(kT0), EncodeCheckArgument(0, 10, 1000000, 10, 1), credit,
+                         counting});
+    ASSERT_TRUE(reply.ok());
+    EXPECT_THAT(reply->str(),
+                StartsWith("SLUICE_BADARG check 3: a credit does not count rejected hits"));
+    // The same check without the credit is valid (a fixed window may count rejected hits).
+    EXPECT_EQ(DbSize(), 0);
+  }
+  // A credit of an unknown algorithm; a credit's units above 2^32.
+  for (const std::string& bad : {EncodeCheckArgument(0x40 | 5, 10, 1000000, 10, 1),
+                                 EncodeCheckArgument(0x40, 10, 1000000, 10, 4294967297)}) {
+    absl::StatusOr<RedisReply> reply =
+        conn_->Eval(CheckAllScriptForTest(), {"k"}, {absl::StrCat(kT0), bad});
+    ASSERT_TRUE(reply.ok());
+    EXPECT_THAT(reply->str(), StartsWith("SLUICE_BADARG"));
+  }
+  EXPECT_EQ(DbSize(), 0);
+}
+
+// Verifies that a credit never creates state: to a missing key it answers a peek of no state and
+// writes nothing, alone or beside a charge that is written; and a credit that finds nothing to
+// give back leaves a stored state exactly as it was.
+TEST_P(LuaScriptsTest, CreditNeverCreatesAKey) {
+  for (Algorithm algorithm : kAllAlgorithms) {
+    SCOPED_TRACE(AlgorithmName(algorithm));
+    ASSERT_TRUE(conn_->Run({"FLUSHALL"}).ok());
+    const Limit limit = MakeLimit(algorithm, 5, 10 * kSecond);
+    for (const int64_t units : {int64_t{0}, int64_t{1}, int64_t{5}, kMaxCost}) {
+      absl::StatusOr<MultiDecision> d =
+          RunCheckAll(*conn_, CheckAllScriptForTest(), {"absent"}, CreditArgs(kT0, limit, units));
+      ASSERT_TRUE(d.ok()) << d.status();
+      EXPECT_TRUE(d->allowed);
+      EXPECT_TRUE(d->decisions[0].allowed);
+      EXPECT_EQ(d->decisions[0].remaining, 5) << units;
+      EXPECT_EQ(d->decisions[0].retry_after.count(), 0);
+      EXPECT_EQ(conn_->Integer({"EXISTS", "absent"}), 0) << units;
+      // The production script (Redis TIME) too.
+      d = RunCheckAll(*conn_, CheckAllScript(), {"absent"}, CreditArgs(std::nullopt, limit, units));
+      ASSERT_TRUE(d.ok()) << d.status();
+      EXPECT_EQ(conn_->Integer({"EXISTS", "absent"}), 0) << units;
+    }
+    // Beside a charge of another key, which is written.
+    std::vector<std::string> args = CreditArgs(kT0, limit, 3);
+    AppendCheckArguments(limit, 2, args);
+    absl::StatusOr<MultiDecision> both =
+        RunCheckAll(*conn_, CheckAllScriptForTest(), {"absent", "charged"}, args);
+    ASSERT_TRUE(both.ok()) << both.status();
+    EXPECT_TRUE(both->allowed);
+    EXPECT_EQ(both->decisions[1].remaining, 3);
+    EXPECT_EQ(conn_->Integer({"EXISTS", "absent"}), 0);
+    EXPECT_EQ(conn_->Integer({"EXISTS", "charged"}), 1);
+    // A credit on the charged key that finds nothing to give back any more (its units all given
+    // back first) leaves it as it was.
+    ASSERT_TRUE(
+        RunCheckAll(*conn_, CheckAllScriptForTest(), {"charged"}, CreditArgs(kT0, limit, 9)).ok());
+    const std::string emptied = conn_->Run({"DUMP", "charged"})->str();
+    const int64_t pttl = conn_->Integer({"PTTL", "charged"});
+    absl::StatusOr<MultiDecision> again =
+        RunCheckAll(*conn_, CheckAllScriptForTest(), {"charged"}, CreditArgs(kT0 + 1, limit, 1));
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->decisions[0].remaining, 5);
+    if (algorithm == Algorithm::kSlidingLog) {
+      // The log's last entries went: the key went with them.
+      EXPECT_EQ(conn_->Integer({"EXISTS", "charged"}), 0);
+    } else {
+      EXPECT_EQ(conn_->Run({"DUMP", "charged"})->str(), emptied);
+      EXPECT_LE(conn_->Integer({"PTTL", "charged"}), pttl);
+    }
+  }
+}
+
+// Verifies that credits keep the sliding log's member names 1 .. m at each microsecond: they
+// remove the entries named last, so that later admissions at that microsecond add members rather
+// than overwrite them (a ZADD of an existing member would silently count nothing).
+TEST_P(LuaScriptsTest, SlidingLogCreditsKeepMemberNamesUnique) {
+  const Limit limit = MakeLimit(Algorithm::kSlidingLog, 1000, 60 * kSecond);
+  const LuaScript& check = CheckScriptForTest(Algorithm::kSlidingLog);
+  ASSERT_TRUE(CheckForTest(*conn_, check, "log", kT0, limit, 50).ok());
+  ASSERT_TRUE(
+      RunCheckAll(*conn_, CheckAllScriptForTest(), {"log"}, CreditArgs(kT0, limit, 20)).ok());
+  EXPECT_EQ(conn_->Integer({"ZCARD", "log"}), 30);
+  for (int i = 1; i <= 30; ++i) {
+    const std::string name = i == 1 ? absl::StrCat(kT0) : absl::StrCat(kT0, ":", i);
+    EXPECT_TRUE(conn_->Run({"ZSCORE", "log", name})->is_string()) << name;
+  }
+  // An admission at that microsecond adds its cost.
+  ASSERT_TRUE(CheckForTest(*conn_, check, "log", kT0, limit, 7)->allowed);
+  EXPECT_EQ(conn_->Integer({"ZCARD", "log"}), 37);
+
+  // Entries at two microseconds, a credit taking all of the newer and some of the older, then an
+  // admission at the older one (time stepped back) and at the newer.
+  ASSERT_TRUE(CheckForTest(*conn_, check, "log", kT0 + 1, limit, 5)->allowed);
+  ASSERT_TRUE(
+      RunCheckAll(*conn_, CheckAllScriptForTest(), {"log"}, CreditArgs(kT0 + 2, limit, 8)).ok());
+  EXPECT_EQ(conn_->Integer({"ZCOUNT", "log", absl::StrCat(kT0 + 1), absl::StrCat(kT0 + 1)}), 0);
+  EXPECT_EQ(conn_->Integer({"ZCOUNT", "log", absl::StrCat(kT0), absl::StrCat(kT0)}), 34);
+  EXPECT_FALSE(conn_->Run({"ZSCORE", "log", absl::StrCat(kT0, ":35")})->is_string());
+  ASSERT_TRUE(CheckForTest(*conn_, check, "log", kT0, limit, 4)->allowed);
+  ASSERT_TRUE(CheckForTest(*conn_, check, "log", kT0 + 1, limit, 2)->allowed);
+  EXPECT_EQ(conn_->Integer({"ZCARD", "log"}), 40);
+
+  // A charge and a credit of the same log in one call: the credit takes the charge's pending
+  // entries first (named last at now), and the names stay 1 .. m.
+  std::vector<std::string> args = {absl::StrCat(kT0)};
+  AppendCheckArguments(limit, 6, args);
+  AppendCheckArguments(limit, 10, args, /*count_rejected=*/false, /*refund=*/true);
+  AppendCheckArguments(limit, 3, args);
+  absl::StatusOr<MultiDecision> mixed =
+      RunCheckAll(*conn_, CheckAllScriptForTest(), {"log", "log", "log"}, args);
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  EXPECT_TRUE(mixed->allowed);
+  // 40 + 6 = 46; the credit takes the 2 at kT0 + 1, the 6 pending and 2 at kT0 (those named
+  // last): 36; then 3 more at kT0, named 37 .. 39.
+  EXPECT_EQ(mixed->decisions[1].remaining, 1000 - 36);
+  EXPECT_EQ(conn_->Integer({"ZCARD", "log"}), 39);
+  EXPECT_EQ(conn_->Integer({"ZCOUNT", "log", absl::StrCat(kT0), absl::StrCat(kT0)}), 39);
+  for (int i = 1; i <= 39; ++i) {
+    const std::string name = i == 1 ? absl::StrCat(kT0) : absl::StrCat(kT0, ":", i);
+    EXPECT_TRUE(conn_->Run({"ZSCORE", "log", name})->is_string()) << name;
+  }
+}
+
+// Verifies that a credit on a log of an earlier version (members named by a sequence) ends: the
+// entries after the oldest one to go are removed by score, and the ones at its time, which cannot
+// be found by name, stay.
+TEST_P(LuaScriptsTest, SlidingLogCreditOnAnEarlierVersionsLogEnds) {
+  ASSERT_TRUE(conn_
+                  ->Run({"ZADD", "log", "-3", "#", absl::StrCat(kT0 - 3), "1",
+                         absl::StrCat(kT0 - 2), "2", absl::StrCat(kT0 - 1), "3"})
+                  .ok());
+  const Limit limit = MakeLimit(Algorithm::kSlidingLog, 3, 10 * kSecond);
+  absl::StatusOr<MultiDecision> d =
+      RunCheckAll(*conn_, CheckAllScriptForTest(), {"log"}, CreditArgs(kT0, limit, 2));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->decisions[0].remaining, 2);
+  // "3" (after kT0 - 2) went; "2" at kT0 - 2 could not be named, and stays with "1" and "#".
+  EXPECT_EQ(conn_->Integer({"ZCARD", "log"}), 3);
+  EXPECT_FALSE(conn_->Run({"ZSCORE", "log", "3"})->is_string());
+}
+
+// Verifies, with the production scripts (Redis TIME), that a credit keeps every key alive at
+// least as long as its state matters (a peek's reset_after right after) and never extends a
+// window's or a log's life; the buckets' keys get the usual expiry of their new state.
+TEST_P(LuaScriptsTest, CreditsKeepEveryKeyAliveAsLongAsItsState) {
+  std::mt19937_64 rng(20261207);
+  // One limit per key: under another limit a stored state matters for another time, credit or
+  // not.
+  std::map<std::string, Limit> limit_of;
+  for (int i = 0; i < 1500; ++i) {
+    const Algorithm algorithm = kAllAlgorithms[rng() % kAllAlgorithms.size()];
+    const std::string key =
+        absl::StrCat("sluice:{c", rng() % 20, "}:", std::string(AlgorithmName(algorithm)));
+    if (!limit_of.contains(key)) {
+      limit_of[key] = MakeLimit(algorithm, 2 + static_cast<int64_t>(rng() % 8),
+                                (1 + static_cast<int64_t>(rng() % 3000)) * 1000);
+    }
+    const Limit limit = limit_of[key];
+    const int64_t period_us = limit.period.count();
+    const bool credit = rng() % 2 == 0;
+    const int64_t units = static_cast<int64_t>(rng() % 5);
+    const int64_t before = conn_->Integer({"PTTL", key});
+    absl::StatusOr<Decision> d;
+    if (credit) {
+      absl::StatusOr<MultiDecision> multi =
+          RunCheckAll(*conn_, CheckAllScript(), {key}, CreditArgs(std::nullopt, limit, units));
+      ASSERT_TRUE(multi.ok()) << multi.status();
+      ASSERT_TRUE(multi->allowed);
+      d = multi->decisions[0];
+    } else {
+      std::vector<std::string> args;
+      AppendCheckArguments(limit, units, args);
+      d = ParseCheckReply(*conn_->Eval(CheckScript(algorithm), {key}, args));
+    }
+    ASSERT_TRUE(d.ok()) << d.status();
+    const int64_t pttl = conn_->Integer({"PTTL", key});
+    ASSERT_NE(pttl, -1) << key << " has no TTL";
+    if (before == -2) {
+      if (credit) {
+        ASSERT_EQ(pttl, -2) << key << ": a credit created it";
+      }
+      continue;
+    }
+    if (!credit || pttl == -2) continue;  // a log emptied by the credit goes with its key
+    const int64_t reset_ms = (d->reset_after.count() + 999) / 1000;
+    // A fixed window reports the time to its window's end even when nothing is counted (when the
+    // stored window ended between the PTTL above and the credit, say): its state matters only
+    // while something is counted.
+    if (algorithm != Algorithm::kFixedWindow || d->remaining < limit.limit) {
+      EXPECT_GE(pttl, reset_ms - 200) << key << " lives shorter than its state after a credit";
+    }
+    switch (algorithm) {
+      case Algorithm::kFixedWindow:
+      case Algorithm::kSlidingLog:
+        EXPECT_LE(pttl, before) << key << ": a credit extended its life";
+        break;
+      case Algorithm::kSlidingWindow:
+        EXPECT_LE(pttl, 2 * period_us / 1000 + 1) << key;
+        break;
+      case Algorithm::kTokenBucket:
+      case Algorithm::kGcra:
+        EXPECT_LE(pttl, std::max(before, reset_ms + 1)) << key;
+        break;
+    }
+  }
+}
+
+// Verifies that RedisStore decides a credit through check_all, alone (where a charge takes its
+// algorithm's script, which refuses credits) or beside other checks, in one slot and split across
+// Cluster slots; and that a credit takes no lease.
+TEST(RedisStoreCredits, GoThroughCheckAll) {
+  absl::StatusOr<std::unique_ptr<RedisServer>> server = RedisServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (const bool cluster : {false, true}) {
+    SCOPED_TRACE(cluster ? "cluster, split" : "one server");
+    absl::StatusOr<std::unique_ptr<RedisStore>> store =
+        RedisStore::Create({.url = (*server)->Url(),
+                            .command_timeout = std::chrono::milliseconds(5000),
+                            .cluster = cluster,
+                            .cross_slot = CrossSlot::kSplit});
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->WaitForConnection(std::chrono::milliseconds(10000)).ok());
+    const RedisKeyScheme keys = *RedisKeyScheme::Create(kDefaultKeyPrefix);
+    for (Algorithm algorithm : kAllAlgorithms) {
+      SCOPED_TRACE(AlgorithmName(algorithm));
+      const Limit limit = MakeLimit(algorithm, 5, 3600 * kSecond);
+      const std::string name(AlgorithmName(algorithm));
+      const std::string a = absl::StrCat("{a}", cluster ? "c" : "", name);
+      const std::string b = absl::StrCat("{b}", cluster ? "c" : "", name);
+      ASSERT_TRUE((*store)->Check(a, limit, 5).ok());
+      // A lone credit.
+      absl::StatusOr<MultiDecision> d =
+          (*store)->CheckAll({{LimitCheck{.key = a, .limit = limit, .cost = 2, .refund = true}}});
+      ASSERT_TRUE(d.ok()) << d.status();
+      EXPECT_TRUE(d->allowed);
+      EXPECT_EQ(d->decisions[0].remaining, 2);
+      // A credit to a key with no state, and a charge of another key (another slot: split into
+      // two calls of one check each on a cluster).
+      d = (*store)->CheckAll({{LimitCheck{.key = b, .limit = limit, .cost = 3, .refund = true},
+                               LimitCheck{.key = a, .limit = limit, .cost = 2}}});
+      ASSERT_TRUE(d.ok()) << d.status();
+      EXPECT_TRUE(d->allowed);
+      EXPECT_EQ(d->decisions[0].remaining, 5);
+      EXPECT_EQ(d->decisions[1].remaining, 0);
+      // The credited key was never created.
+      absl::StatusOr<std::unique_ptr<ScriptConnection>> conn =
+          ScriptConnection::Connect((*server)->port());
+      ASSERT_TRUE(conn.ok());
+      EXPECT_EQ((*conn)->Integer({"EXISTS", keys.StateKey(b, algorithm)}), 0);
+      EXPECT_EQ((*conn)->Integer({"EXISTS", keys.StateKey(a, algorithm)}), 1);
+      // A credit on the same key as a charge of the same call: all or nothing.
+      d = (*store)->CheckAll({{LimitCheck{.key = a, .limit = limit, .cost = 5, .refund = true},
+                               LimitCheck{.key = a, .limit = limit, .cost = 6}}});
+      ASSERT_TRUE(d.ok()) << d.status();
+      EXPECT_FALSE(d->allowed);
+      EXPECT_EQ(d->decisions[0].remaining, 0) << "a denied call reports a peek, writes nothing";
+    }
+    // A credit takes no lease.
+    internal::LeaseSource* source = LeaseSourceOf(**store);
+    ASSERT_NE(source, nullptr);
+    std::promise<absl::StatusOr<internal::LeasedDecision>> leased;
+    const std::vector<LimitCheck> checks = {LimitCheck{
+        .key = "lease", .limit = MakeLimit(Algorithm::kGcra, 5, kSecond), .cost = 1,
+        .refund = true}};
+    const std::vector<internal::LeaseWant> wants = {{.units = 2}};
+    source->DecideAndLease(checks, wants, [&leased](absl::StatusOr<internal::LeasedDecision> d) {
+      leased.set_value(std::move(d));
+    });
+    const absl::StatusOr<internal::LeasedDecision> refused = leased.get_future().get();
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(refused.status().message()), HasSubstr("a credit takes no lease"));
+  }
 }
 
 // Reliability T4-style lint: the scripts use no randomness, no host time, and never compare a
