@@ -31,25 +31,25 @@ using rlqs_internal::Response;
 
 namespace {
 
-// The address of a gRPC peer without its port: "ipv4:10.0.0.1:5000" -> "ipv4:10.0.0.1". A peer
-// "fd:N" (a connection sluiced accepted and handed over) is named by getpeername().
-std::string PeerAddress(const std::string& peer) {
+// The connection of a gRPC peer, its address and port: "ipv4:10.0.0.1:5000". A peer "fd:N" (a
+// connection sluiced accepted and handed over) is named by getpeername().
+std::string PeerConnection(const std::string& peer) {
   int fd = -1;
   if (peer.starts_with("fd:") && absl::SimpleAtoi(absl::string_view(peer).substr(3), &fd)) {
     sockaddr_storage address{};
     auto size = static_cast<socklen_t>(sizeof(address));
     char text[INET6_ADDRSTRLEN] = {};
     if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0) {
-      const void* ip =
-          address.ss_family == AF_INET
-              ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(&address)->sin_addr)
-              : &reinterpret_cast<const sockaddr_in6*>(&address)->sin6_addr;
-      if (::inet_ntop(address.ss_family, ip, text, sizeof(text)) != nullptr) return text;
+      const bool v4 = address.ss_family == AF_INET;
+      const auto* in4 = reinterpret_cast<const sockaddr_in*>(&address);
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&address);
+      const void* ip = v4 ? static_cast<const void*>(&in4->sin_addr) : &in6->sin6_addr;
+      if (::inet_ntop(address.ss_family, ip, text, sizeof(text)) != nullptr) {
+        return absl::StrCat(text, ":", ntohs(v4 ? in4->sin_port : in6->sin6_port));
+      }
     }
-    return peer;
   }
-  const size_t colon = peer.rfind(':');
-  return colon == std::string::npos || colon == peer.find(':') ? peer : peer.substr(0, colon);
+  return peer;
 }
 
 }  // namespace
@@ -60,16 +60,18 @@ grpc::ServerBidiReactor<Reports, Response>* RlqsGrpcService::Impl::Service::Stre
     ++impl_.counters.streams_refused;
     return rlqs_internal::NewRefusedRlqsStream();
   }
-  // The client is the Envoy, not the stream (docs/rlqs.md, "Clients"): the id its stream names in
-  // kRlqsClientHeader, else its address. A reconnecting Envoy (after a sluiced restart, or to
-  // another sluiced) then replaces its own grant instead of waiting for it to expire. Hashed to
-  // fixed-length lowercase hex, which Redis's collation orders as bytes.
+  // The client is the Envoy (docs/rlqs.md, "Clients"): the id its stream names in
+  // kRlqsClientHeader, so that a reconnecting Envoy (after a sluiced restart, or to another
+  // sluiced) replaces its own grant instead of waiting for it to expire; else its connection. Not
+  // its address alone: Envoys sharing one (a host, a NAT) would share one record, each enforcing
+  // the whole grant. A reconnect without the header holds its old grant until that ends (the
+  // safe side). Hashed to fixed-length lowercase hex, which Redis's collation orders as bytes.
   std::string identity;
   const auto& metadata = context->client_metadata();
   if (auto it = metadata.find(kRlqsClientHeader); it != metadata.end()) {
     identity = absl::StrCat("id:", absl::string_view(it->second.data(), it->second.size()));
   } else {
-    identity = absl::StrCat("ip:", PeerAddress(context->peer()));
+    identity = absl::StrCat("conn:", PeerConnection(context->peer()));
   }
   return rlqs_internal::NewRlqsStream(impl_, Sha256Hex(identity).substr(0, 32));
 }

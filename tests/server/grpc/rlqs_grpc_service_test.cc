@@ -95,10 +95,11 @@ class Client {
  public:
   // `id`: the Envoy this stream reports as (kRlqsClientHeader); every test client shares one
   // address.
+  // An empty `id` sends no header: the stream's connection names it.
   Client(const std::shared_ptr<grpc::Channel>& channel, const std::string& id)
       : stub_(rlqs::RateLimitQuotaService::NewStub(channel)) {
     context_.set_deadline(std::chrono::system_clock::now() + seconds(30));
-    context_.AddMetadata(kRlqsClientHeader, id);
+    if (!id.empty()) context_.AddMetadata(kRlqsClientHeader, id);
     stream_ = stub_->StreamRateLimitQuotas(&context_);
   }
 
@@ -259,6 +260,30 @@ TEST(RlqsGrpcService, AssignsTokenBucketsBlanketRulesAndAbandonsUnknownBuckets) 
 }
 
 // The requests a client reports allowed and denied go to the per-rule counters RLS feeds.
+// Verifies that Envoys on one host, which name no client id, are each a client of their own: three
+// first reports (the filter's, at a bucket's first request) within moments of each other, on
+// three connections from 127.0.0.1, get grants that sum to the limit, not three whole limits.
+TEST(RlqsGrpcService, EnvoysSharingAnAddressAreSeparateClients) {
+  testing::ManualClock clock;
+  MemoryQuotaAllocator allocator(clock);
+  Sluiced sluiced(allocator, clock);
+  int64_t granted = 0;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < 3; ++i) {
+    // A channel each: a connection each, as separate Envoy processes have.
+    grpc::ChannelArguments args;
+    args.SetInt("grpc.channel_id", i);  // not shared with the other channels' subchannels
+    auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(sluiced.server->port()),
+                                             grpc::InsecureChannelCredentials(), args);
+    clients.push_back(std::make_unique<Client>(channel, ""));
+    const Response r = clients.back()->Report("quota", {{kApi, 1}}, 0);
+    ASSERT_EQ(r.bucket_action_size(), 1);
+    granted += std::max<int64_t>(0, Rate(r.bucket_action(0)));
+    clock.Advance(milliseconds(100));
+  }
+  EXPECT_EQ(granted, 10);  // the rule's 10 a second, once
+}
+
 TEST(RlqsGrpcService, ReportedRequestsFeedTheRuleCounters) {
   testing::ManualClock clock;
   MemoryQuotaAllocator allocator(clock);
