@@ -70,7 +70,20 @@ absl::StatusOr<RlsRequest> FromProto(const RateLimitRequest& proto) {
         return absl::InvalidArgumentError(
             absl::StrCat("descriptors[", i, "].", unit.status().message()));
       }
-      out.limit = LimitOverride{.requests_per_unit = d.limit().requests_per_unit(), .unit = *unit};
+      uint32_t multiplier = 1;
+      if (d.limit().has_unit_multiplier()) {
+        multiplier = d.limit().unit_multiplier().value();
+        // A window longer than a store keeps (kMaxPeriod, 366 days) is refused here, by name.
+        if (multiplier == 0 || multiplier > kMaxPeriod / RateLimitUnitDuration(*unit)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("descriptors[", i,
+                           "].limit.unit_multiplier: must be at least 1, and the window at most "
+                           "366 days"));
+        }
+      }
+      out.limit = LimitOverride{.requests_per_unit = d.limit().requests_per_unit(),
+                                .unit = *unit,
+                                .unit_multiplier = multiplier};
     }
   }
   return request;
@@ -90,6 +103,9 @@ RateLimitResponse ToProto(const RlsResponse& response) {
     ProtoLimit* limit = status->mutable_current_limit();
     limit->set_requests_per_unit(s.current_limit->requests_per_unit);
     limit->set_unit(ToProtoUnit(s.current_limit->unit));
+    if (s.current_limit->unit_multiplier > 1) {
+      limit->mutable_unit_multiplier()->set_value(s.current_limit->unit_multiplier);
+    }
     if (!s.current_limit->name.empty()) limit->set_name(s.current_limit->name);
     status->mutable_duration_until_reset()->set_seconds(s.reset_seconds);
   }

@@ -69,12 +69,14 @@ PlannedLimit OverrideLimit(const RlsRequest& request, size_t index, int64_t hits
   PlannedLimit planned{
       .descriptor = index,
       .stats_key = OverrideStatsKey(request.domain, d.entries),
-      .reported = {.requests_per_unit = d.limit->requests_per_unit, .unit = d.limit->unit},
+      .reported = {.requests_per_unit = d.limit->requests_per_unit,
+                   .unit = d.limit->unit,
+                   .unit_multiplier = d.limit->unit_multiplier},
       .hits = hits};
   if (d.limit->requests_per_unit > 0) {
     planned.limit = Limit{.algorithm = Algorithm::kFixedWindow,
                           .limit = d.limit->requests_per_unit,
-                          .period = RateLimitUnitDuration(d.limit->unit)};
+                          .period = RateLimitUnitDuration(d.limit->unit) * d.limit->unit_multiplier};
     planned.key = StoreKey(request.domain, d.entries, *planned.limit);
   }
   return planned;

@@ -28,6 +28,8 @@ namespace sluice::server {
 struct LimitOverride {
   uint32_t requests_per_unit = 0;
   RateLimitUnit unit = RateLimitUnit::kSecond;
+  // The window is this many units long (Envoy 1.40's unit_multiplier; >= 1).
+  uint32_t unit_multiplier = 1;
 };
 
 // One descriptor of a request. Non-owning: the entries view the caller's strings.

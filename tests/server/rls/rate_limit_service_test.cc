@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include <google/protobuf/text_format.h>
@@ -588,6 +589,47 @@ TEST_F(RateLimitServiceTest, OverrideLimitBypassesTheConfig) {
   r = Call(kOverride);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->overall_code(), RateLimitResponse::OVER_LIMIT);
+}
+
+// Verifies Envoy 1.40's unit_multiplier: an override's window is that many units long, a
+// multiplier of 0 or a window past 366 days is refused by name, and a rule's multiplier is
+// reported in current_limit.
+TEST_F(RateLimitServiceTest, UnitMultiplierOfAnOverrideAndInTheAnswer) {
+  constexpr const char* kOverride = R"pb(
+    domain: "edge"
+    descriptors {
+      entries { key: "anything" value: "x" }
+      limit {
+        requests_per_unit: 1
+        unit: MINUTE
+        unit_multiplier { value: 5 }
+      }
+    })pb";
+  absl::StatusOr<RateLimitResponse> r = Call(kOverride);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->statuses(0).current_limit().unit_multiplier().value(), 5u);
+  // 1'700'000'000 s is 200 s into a 5-minute window.
+  EXPECT_EQ(r->statuses(0).duration_until_reset().seconds(), 100);
+  clock_.Advance(std::chrono::seconds(99));
+  EXPECT_EQ(Call(kOverride)->overall_code(), RateLimitResponse::OVER_LIMIT);
+  clock_.Advance(std::chrono::seconds(1));
+  EXPECT_EQ(Call(kOverride)->overall_code(), RateLimitResponse::OK);
+  for (const char* bad : {"0", "400"}) {
+    absl::StatusOr<RateLimitResponse> refused = Call(absl::StrCat(R"pb(
+      domain: "edge"
+      descriptors {
+        entries { key: "anything" value: "x" }
+        limit { requests_per_unit: 1 unit: DAY unit_multiplier { value: )pb",
+                                                                 bad, "} } }"));
+    EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+    EXPECT_THAT(refused.status().message(), HasSubstr("unit_multiplier"));
+  }
+  constexpr const char* kFive =
+      R"pb(domain: "edge"
+           descriptors { entries { key: "five_minutes" value: "v" } })pb";
+  EXPECT_EQ(Call(kFive)->statuses(0).current_limit().unit_multiplier().value(), 5u);
+  // A rule of one unit leaves the field unset, as before.
+  EXPECT_FALSE(Call(kIp)->statuses(0).current_limit().has_unit_multiplier());
 }
 
 TEST_F(RateLimitServiceTest, StoreFailureIsUnavailable) {
