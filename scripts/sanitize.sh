@@ -27,7 +27,7 @@ TSAN_TESTS=(
   grpc_h2_server_test fair_scheduler_test per_second_store_test lease_store_test over_limit_store_test
   redis_lease_test redis_lease_store_test lease_maintenance_test redis_lease_maintenance_test
   redis_lease_fault_test redis_lease_cluster_test redis_lease_sentinel_test
-  redis_lease_cluster_fault_test
+  redis_lease_cluster_fault_test refund_store_test
 )
 # Untrusted bytes are parsed here: URLs, RESP, config, /json, keys, client addresses; and the
 # replayed fuzz corpora.
@@ -39,7 +39,7 @@ ASAN_TESTS=(
   store_test
   json_log_format_test grpc_framing_test xds_config_convert_test
   memory_store_test memory_store_overflow_test slot_table_test lease_test lease_property_test
-  lease_store_test lease_maintenance_test lease_sizing_test
+  lease_store_test lease_maintenance_test lease_sizing_test credit_test over_limit_cache_test
   config_corpus_test resp_reader_corpus_test store_url_corpus_test redis_keys_corpus_test
   rls_json_corpus_test rls_json_codec_corpus_test grpc_h2_corpus_test
 )
