@@ -64,6 +64,25 @@ local function FailState(key_index, what)
   error({err = 'SLUICE_BADSTATE key ' .. key_index .. ': ' .. what .. ' is not valid'})
 end
 
+-- The aligned window of max(now, window_start) (docs/algorithms.md, "fixed_window"): after a
+-- backward time step the recorded window stays the current one. m % period is
+-- m - floor(m / period) * period in doubles, exact except that the floor of a rounded quotient may
+-- be one off, which the two tests correct. The Decide functions do this inline (a Lua call costs
+-- Redis about as much as a command); the rarer credits call it.
+local function WindowOf(window_start, now, period)
+  local m = now
+  if window_start > m then
+    m = window_start
+  end
+  local window = m - m % period
+  if window > m then
+    window = window - period
+  elseif window + period <= m then
+    window = window + period
+  end
+  return window
+end
+
 -- floor(a / b) for integers 0 <= a < 2^53 and 0 < b < 2^53.
 local function IDiv(a, b)
   local q = Floor(a / b)

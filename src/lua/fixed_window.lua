@@ -106,17 +106,7 @@ end
 -- the credit, that state, and whether it changed (only then is it written, with its expiry W + P
 -- as an admission in the window writes it).
 local function CreditFixedWindow(limit, period, window_start, count, now, units)
-  local m = now
-  if window_start > m then
-    m = window_start
-  end
-  -- The window of DecideFixedWindow.
-  local window = m - m % period
-  if window > m then
-    window = window - period
-  elseif window + period <= m then
-    window = window + period
-  end
+  local window = WindowOf(window_start, now, period)
   local changed = false
   if window_start >= window and count > 0 and units > 0 then
     local after = count - units

@@ -128,16 +128,7 @@ local function CreditSlidingWindow(limit, period, window_start, current, previou
     prev = limit
   end
   -- The window and the roll of DecideSlidingWindow.
-  local m = now
-  if window_start > m then
-    m = window_start
-  end
-  local window = m - m % period
-  if window > m then
-    window = window - period
-  elseif window + period <= m then
-    window = window + period
-  end
+  local window = WindowOf(window_start, now, period)
   if window_start < window then
     if window_start >= window - period then
       prev, cur = cur, 0
