@@ -22,6 +22,14 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# node and npm drive the browser and grpc-js tests; any install of them will do (Debian's
+# packages are the fallback), so a machine with another node is left as it is.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
+# Envoy for the tests under tests/envoy/ (silent when present). Called before the early exit
+# below, so that a machine with every package gets it too.
+bash "$(dirname "$0")/install-envoy.sh"
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 SUDO=""
