@@ -73,6 +73,12 @@ struct RuleLimit {
   // What the store enforces: algorithm, requests_per_unit per unit, burst. Validated by
   // ValidateLimit(). Empty iff requests_per_unit == 0.
   std::optional<Limit> limit;
+  // `debt: true`: every hit is recorded, admitted or not (envoyproxy/ratelimit's counting): the
+  // count may go past the limit, and requests are denied until the window has repaid it. What
+  // Envoy's refunds (is_negative_hits) and charges after the response (apply_on_stream_done)
+  // need: a refused request's refund then cancels its recorded charge, and a late charge past the
+  // remainder is not lost (docs/envoy.md). fixed_window only, for now. Default: false.
+  bool debt = false;
 
   // True when every request is denied without consulting the store (`requests_per_unit: 0`).
   bool DenyAll() const { return !limit.has_value(); }

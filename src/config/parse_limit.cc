@@ -120,6 +120,16 @@ absl::StatusOr<RuleLimit> ParseLimit(const MapReader& block) {
     limit.burst = static_cast<int64_t>(*burst);
   }
 
+  SLUICE_ASSIGN_OR_RETURN(const bool debt, block.Bool("debt"));
+  if (debt) {
+    if (limit.algorithm != Algorithm::kFixedWindow) {
+      return block.Error("debt", absl::StrCat("only a fixed_window limit records hits past its "
+                                              "limit so far, not ",
+                                              AbslView(AlgorithmName(limit.algorithm))));
+    }
+    out.debt = true;
+  }
+
   if (*requests == 0) {
     return out;  // DenyAll(): nothing for a store to enforce.
   }

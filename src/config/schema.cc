@@ -21,12 +21,14 @@ constexpr std::array<absl::string_view, 11> kDescriptorKeys = {
     "key",         "value",           "descriptors",     "rate_limit",
     "rate_limits", "shadow_mode",     "detailed_metric", "value_to_metric",
     "quota_mode",  "share_threshold", "metadata"};
-// The reference's rate_limit keys, plus sluice's `algorithm`, `burst` and `unit_multiplier`.
-constexpr std::array<absl::string_view, 8> kRateLimitKeys = {
-    "unit",     "requests_per_unit", "unlimited", "name",
-    "replaces", "algorithm",         "burst",     "unit_multiplier"};
-constexpr std::array<absl::string_view, 7> kRateLimitsItemKeys = {
-    "unit", "requests_per_unit", "name", "replaces", "algorithm", "burst", "unit_multiplier"};
+// The reference's rate_limit keys, plus sluice's `algorithm`, `burst`, `unit_multiplier` and
+// `debt`.
+constexpr std::array<absl::string_view, 9> kRateLimitKeys = {
+    "unit",     "requests_per_unit", "unlimited", "name",           "replaces",
+    "algorithm", "burst",            "unit_multiplier", "debt"};
+constexpr std::array<absl::string_view, 8> kRateLimitsItemKeys = {
+    "unit",  "requests_per_unit", "name", "replaces", "algorithm",
+    "burst", "unit_multiplier",   "debt"};
 constexpr std::array<absl::string_view, 1> kReplacesItemKeys = {"name"};
 
 constexpr std::array<Scope, 5> kScopes = {Scope::kRoot, Scope::kDescriptor, Scope::kRateLimit,

@@ -465,4 +465,27 @@ TEST(ParseUnitMultiplier, RefusesZeroAndPeriodsBeyondTheLongest) {
   EXPECT_THAT(std::string(long_period.status().message()), HasSubstr("366 days"));
 }
 
+// Verifies `debt`: kept on a fixed window (the default algorithm), refused by name on another.
+TEST(ParseDebt, AFixedWindowTakesItAndOtherAlgorithmsAreRefused) {
+  const auto config = ParseOne(R"yaml(
+domain: d
+descriptors:
+  - key: k
+    rate_limits:
+      - {unit: minute, requests_per_unit: 3, debt: true}
+      - {unit: hour, requests_per_unit: 30}
+)yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const Rule* rule = RuleFor(**config, "d", "k", "v");
+  ASSERT_NE(rule, nullptr);
+  EXPECT_TRUE(rule->limits[0].debt);
+  EXPECT_FALSE(rule->limits[1].debt);
+  const auto bucket = ParseOne(
+      "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, "
+      "algorithm: token_bucket, debt: true}\n");
+  ASSERT_FALSE(bucket.ok());
+  EXPECT_THAT(std::string(bucket.status().message()),
+              HasSubstr("rate_limit.debt: only a fixed_window limit"));
+}
+
 }  // namespace sluice

@@ -164,18 +164,18 @@ class EnvoyRefundTest : public EnvoyTest {
   std::vector<Answer> answers_;
 };
 
-// In exact-reference mode a refused request's hit is counted, so the refund Envoy sends when its
-// stream ends gives back exactly what it took.
-TEST_F(EnvoyRefundTest, InFlightBoundHoldsUnderReferenceSemantics) {
-  ASSERT_NO_FATAL_FAILURE(Start({"--reference-semantics"}));
+// The rule's `debt: true` records a refused request's hit, so the refund Envoy sends when its
+// stream ends (it does for 429s too) gives back exactly what it took. Without it, each 429 would
+// free a slot that was never charged, and the second 429 of ExpectTheInFlightBoundHolds() would
+// be a 200.
+TEST_F(EnvoyRefundTest, InFlightBoundHoldsWithADebtRule) {
+  ASSERT_NO_FATAL_FAILURE(Start({}));
   ExpectTheInFlightBoundHolds();
 }
 
-// Disabled until decided: with sluiced's default all-or-nothing counting a refused request takes
-// nothing, yet Envoy 1.40 still sends its stream-done refund, so each 429 frees a slot that was
-// never charged and the next request passes over the bound (the second 429 above is a 200).
-TEST_F(EnvoyRefundTest, DISABLED_InFlightBoundHoldsUnderDefaultSemantics) {
-  ASSERT_NO_FATAL_FAILURE(Start({}));
+// Exact-reference mode counts every refused hit, as the reference does: the same bound.
+TEST_F(EnvoyRefundTest, InFlightBoundHoldsUnderReferenceSemantics) {
+  ASSERT_NO_FATAL_FAILURE(Start({"--reference-semantics"}));
   ExpectTheInFlightBoundHolds();
 }
 

@@ -35,6 +35,8 @@ struct PlanExecutor::Run {
   bool known_over = false;
   // The 0-hit limits peeked at in round 1.
   std::vector<size_t> gated;
+  // The limits counting rejected hits (a rule's `debt`), each decided on its own in round 1.
+  std::vector<size_t> alone;
   // Touched only by the thread that ends a round.
   bool in_round_two = false;
   // Store calls in flight, plus one while a round is being launched.
@@ -82,6 +84,9 @@ void PlanExecutor::StartRoundOne(const std::shared_ptr<Run>& run) {
     if (run->results[i].decision.has_value()) continue;
     if (l.refund) {
       refunds.push_back(i);
+    } else if (l.count_rejected) {
+      // It records its hits whether or not it passes: no all-or-nothing call can hold it.
+      run->alone.push_back(i);
     } else if (l.shadow) {
       shadow.push_back(i);
     } else if (l.quota) {
@@ -96,11 +101,13 @@ void PlanExecutor::StartRoundOne(const std::shared_ptr<Run>& run) {
   // it rejects counts nothing anywhere.
   if (!run->known_over && costed && !zero_hit.empty()) run->gated = std::move(zero_hit);
 
-  run->pending.store(1 + (refunds.empty() ? 0 : 1) + (shadow.empty() ? 0 : 1) +
-                     static_cast<int>(quota.size()) + (run->gated.empty() ? 0 : 1));
+  run->pending.store(1 + (refunds.empty() ? 0 : 1) + static_cast<int>(run->alone.size()) +
+                     (shadow.empty() ? 0 : 1) + static_cast<int>(quota.size()) +
+                     (run->gated.empty() ? 0 : 1));
   // Refunds are given back whatever the request's other limits decide (the reference's): one call
   // of their own, which always passes.
   if (!refunds.empty()) CheckTogether(run, std::move(refunds), /*peek=*/false);
+  for (size_t i : run->alone) CheckAlone(run, i, /*peek=*/false);
   if (!shadow.empty()) CheckTogether(run, std::move(shadow), /*peek=*/false);
   for (size_t i : quota) {
     const PlannedLimit& l = limits[i];
@@ -136,6 +143,10 @@ void PlanExecutor::StartRoundTwo(const std::shared_ptr<Run>& run) {
   const Plan& plan = *run->plan;
   bool over = run->known_over || AllQuotaDescriptorsOver(plan, run->results);
   for (size_t i : run->gated) over = over || IsOver(plan.limits[i], *run->results[i].decision);
+  for (size_t i : run->alone) {
+    const PlannedLimit& l = plan.limits[i];
+    over = over || (l.Enforced() && IsOver(l, *run->results[i].decision));
+  }
   std::vector<size_t> enforced;
   for (size_t i = 0; i < plan.limits.size(); ++i) {
     if (plan.limits[i].Enforced() && !run->results[i].decision.has_value()) enforced.push_back(i);

@@ -4,8 +4,9 @@
 // Round 1, all at once: the shadow-mode limits (one all-or-nothing call of their own, never
 // denying the request); each quota-mode limit on its own (it counts the request whenever it admits
 // it, as the reference's do); and, when the request mixes 0-hit checks with hits, a peek at the
-// 0-hit limits; and the refunds (is_negative_hits), in one call of their own that always passes,
-// whatever the other limits decide. Round 2: the enforced limits, all-or-nothing in one call, so a
+// 0-hit limits; the refunds (is_negative_hits), in one call of their own that always passes,
+// whatever the other limits decide; and each limit of a `debt` rule on its own, counting its hits
+// whether or not it passes (over, it makes round 2 peek). Round 2: the enforced limits, all-or-nothing in one call, so a
 // request rejected by one limit consumes none of the others. Round 2 only peeks (cost 0) when the
 // request is already known to be over: a `requests_per_unit: 0` limit, an exhausted 0-hit check, or
 // every quota-mode descriptor over.

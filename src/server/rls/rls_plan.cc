@@ -126,6 +126,7 @@ absl::StatusOr<Plan> MakePlan(const RlsRequest& request, const RateLimitConfig* 
                            .hits = hits,
                            .shadow = rule.shadow_mode,
                            .quota = rule.quota_mode || options.global_quota_mode,
+                           .count_rejected = rl.debt && !d.is_negative_hits,
                            .refund = d.is_negative_hits};
       if (planned.limit.has_value()) {
         planned.key = StoreKey(request.domain, match->counter_entries, *planned.limit);

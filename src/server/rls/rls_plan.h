@@ -58,8 +58,8 @@ struct PlannedLimit {
   bool shadow = false;
   // From a `quota_mode` rule: over on its own, it makes its descriptor over but not the request.
   bool quota = false;
-  // Exact-reference mode, a fixed window: decided on its own, counting rejected hits
-  // (LimitCheck::count_rejected), over when its counter passes the limit.
+  // Exact-reference mode, or a rule's `debt: true`, a fixed window: decided on its own, counting
+  // rejected hits (LimitCheck::count_rejected), over when its counter passes the limit.
   bool count_rejected = false;
   // Its descriptor's is_negative_hits: `hits` are given back (LimitCheck::refund). A refund is
   // never over, in any mode.

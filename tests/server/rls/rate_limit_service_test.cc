@@ -75,6 +75,8 @@ descriptors:
     rate_limit: {unit: minute, unit_multiplier: 5, requests_per_unit: 2}
   - key: sliding
     rate_limit: {unit: minute, requests_per_unit: 2, algorithm: sliding_window}
+  - key: in_flight
+    rate_limit: {unit: hour, requests_per_unit: 2, debt: true}
 )yaml";
 
 class RateLimitServiceTest : public ::testing::Test {
@@ -911,6 +913,50 @@ TEST_F(RateLimitServiceTest, NegativeHitsInExactReferenceModeLowerTheCounter) {
   EXPECT_EQ(r->statuses(0).limit_remaining(), 1u);  // counter 2
   EXPECT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OK);
   EXPECT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OVER_LIMIT);
+}
+
+// Verifies a `debt` rule under sluice's default counting: a refused request's hit is recorded, so
+// the refund Envoy sends when that request's stream ends (it does for refused ones too) gives
+// back exactly what it took, and requests in flight stay at the limit. The refused hit is also
+// recorded when another limit refuses the request, and the rest of that request is only peeked.
+TEST_F(RateLimitServiceTest, ADebtRuleRecordsRefusedHitsSoThatRefundsCancelThem) {
+  constexpr const char* kIn = R"pb(domain: "edge"
+                                   descriptors { entries { key: "in_flight" value: "u" } })pb";
+  constexpr const char* kDone = R"pb(domain: "edge"
+                                     descriptors {
+                                       entries { key: "in_flight" value: "u" }
+                                       is_negative_hits: true
+                                     })pb";
+  EXPECT_EQ(Call(kIn)->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(Call(kIn)->overall_code(), RateLimitResponse::OK);
+  // Two in flight: a third and a fourth are refused, and each one's refund comes.
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<RateLimitResponse> refused = Call(kIn);
+    EXPECT_EQ(refused->overall_code(), RateLimitResponse::OVER_LIMIT);
+    EXPECT_EQ(refused->statuses(0).limit_remaining(), 0u);
+    EXPECT_EQ(Call(kDone)->overall_code(), RateLimitResponse::OK);
+  }
+  // Still two in flight: the next is refused too (without `debt` it would pass).
+  EXPECT_EQ(Call(kIn)->overall_code(), RateLimitResponse::OVER_LIMIT);
+  ASSERT_EQ(Call(kDone)->overall_code(), RateLimitResponse::OK);
+  // One finishes: one more passes, then none.
+  ASSERT_EQ(Call(kDone)->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(Call(kIn)->overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(Call(kIn)->overall_code(), RateLimitResponse::OVER_LIMIT);
+  ASSERT_EQ(Call(kDone)->overall_code(), RateLimitResponse::OK);
+  // Beside a limit that refuses the request, the debt limit still records its hit (and its
+  // refund gives it back); the refusing request charges nothing else.
+  ASSERT_EQ(Call(kDone)->overall_code(), RateLimitResponse::OK);  // one in flight
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(Call(kIp)->overall_code(), RateLimitResponse::OK);
+  absl::StatusOr<RateLimitResponse> both = Call(
+      R"pb(domain: "edge"
+           descriptors { entries { key: "in_flight" value: "u" } }
+           descriptors { entries { key: "remote_address" value: "10.0.0.1" } })pb");
+  EXPECT_EQ(both->overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(both->statuses(0).code(), RateLimitResponse::OK);
+  EXPECT_EQ(both->statuses(1).code(), RateLimitResponse::OVER_LIMIT);
+  // Its hit was recorded: two in flight now.
+  EXPECT_EQ(Call(kIn)->overall_code(), RateLimitResponse::OVER_LIMIT);
 }
 
 }  // namespace
