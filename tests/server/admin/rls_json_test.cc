@@ -118,6 +118,9 @@ TEST(RlsJson, FastPathTakesTheCommonShapes) {
           {"limit":{}}]})",
       R"({"domain":"caf\u00e9 \"q\" \\ \/ \n","descriptors":[{"entries":[{"key":"\ud83d\ude00"}]}]})",
       "{\"domain\":\"\xe2\x82\xac\xf0\x9f\x98\x80\"}",
+      // Envoy 1.38's refund, in both spellings.
+      R"({"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}],"isNegativeHits":true},
+          {"entries":[{"key":"k"}],"is_negative_hits":false,"hitsAddend":"2"}]})",
   };
   for (const std::string& json : inputs) {
     EXPECT_TRUE(ExpectAgrees(json)) << "fell back on " << json;
