@@ -1,0 +1,60 @@
+// CostUpstream: an HTTP/1.1 upstream on a free loopback port standing in for a server that reports
+// what each answer cost (an LLM's tokens) in a response header. It answers every request 200, with
+// `x-tokens` set to the value of the request's `x-cost` header, so that the test picks each
+// response's cost; a request without `x-cost` gets an answer without `x-tokens`.
+//
+// Example:
+//   auto upstream = CostUpstream::Start();
+//   ... GET / through Envoy with x-cost: 60: the answer carries x-tokens: 60 ...
+//   EXPECT_EQ((*upstream)->answered(), 1);
+//
+// Thread safety: thread-safe.
+#ifndef SLUICE_TESTS_ENVOY_COST_UPSTREAM_H_
+#define SLUICE_TESTS_ENVOY_COST_UPSTREAM_H_
+
+#include <memory>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+namespace sluice::testing {
+
+class CostUpstream {
+ public:
+  // Listens on a free loopback port; Unavailable when it cannot.
+  static absl::StatusOr<std::unique_ptr<CostUpstream>> Start();
+  CostUpstream(const CostUpstream&) = delete;
+  CostUpstream& operator=(const CostUpstream&) = delete;
+  // Closes every connection and joins its threads.
+  ~CostUpstream();
+
+  int port() const { return port_; }
+  // Requests answered so far: those Envoy let through.
+  int answered() const;
+
+ private:
+  CostUpstream() = default;
+  void AcceptLoop();
+  void Serve(boost::asio::ip::tcp::socket socket);
+
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_{io_};
+  int port_ = 0;
+  std::thread accept_thread_;
+
+  mutable absl::Mutex mu_;
+  int answered_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<int> open_fds_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> connections_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice::testing
+
+#endif  // SLUICE_TESTS_ENVOY_COST_UPSTREAM_H_
