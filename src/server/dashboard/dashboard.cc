@@ -19,10 +19,10 @@ using dashboard_internal::LatencyBucket;
 using dashboard_internal::Second;
 using dashboard_internal::Window;
 
-Dashboard::Dashboard(Clock& clock, DashboardOptions options)
-    : clock_(clock), options_(std::move(options)) {
-  for (size_t i = 0; i < std::max<size_t>(options_.shards, 1); ++i)
+Dashboard::Dashboard(Clock& clock, DashboardOptions options) : clock_(clock), options_(options) {
+  for (size_t i = 0; i < std::max<size_t>(options_.shards, 1); ++i) {
     shards_.push_back(std::make_unique<Shard>(options_));
+  }
 }
 
 Dashboard::~Dashboard() = default;
@@ -116,20 +116,19 @@ SpaceSaving::Tag QuotaTag(uint64_t limit, std::chrono::seconds unit) {
 
 }  // namespace
 
-void Dashboard::OnQuotaReport(std::string_view domain,
-                              std::span<const std::pair<std::string, std::string>> entries,
-                              uint64_t allowed, uint64_t denied, uint64_t limit,
-                              std::chrono::seconds unit) {
+void Dashboard::OnQuotaUsage(const QuotaUsageReport& usage) {
+  const std::string_view domain = usage.domain;
   // A store key's shape, "{domain:key:value...}rlqs", so that the feed names it as it names an
   // RLS descriptor.
   std::vector<std::string_view> components = {domain};
-  for (const auto& [k, v] : entries) {
+  for (const auto& [k, v] : usage.entries) {
     components.push_back(k);
     components.push_back(v);
   }
   const std::string key = TaggedKey(JoinKeyComponents(components), "rlqs");
   const int64_t now_ms = NowMs();
-  const uint64_t requests = allowed + denied;
+  const uint64_t denied = usage.denied;
+  const uint64_t requests = usage.allowed + denied;
   Shard& s = ShardForThisThread();
   internal::MutexLock lock(&s.mu);
   Second& second = s.At(s.Series(domain, options_), now_ms / 1000);
@@ -142,24 +141,24 @@ void Dashboard::OnQuotaReport(std::string_view domain,
   int64_t since = 0;
   const Window& prev = s.Previous();
   if (prev.id == window_id - 1) since = prev.denied->SinceOf(key);
-  w.denied->Add(key, denied, now_ms, QuotaTag(limit, unit), since);
+  w.denied->Add(key, denied, now_ms, QuotaTag(usage.limit, usage.unit), since);
 }
 
-void Dashboard::OnConfigLoad(bool ok, std::string_view origin, std::string_view error) {
+void Dashboard::OnConfigLoad(const ConfigLoadReport& load) {
   internal::MutexLock lock(&mu_);
-  if (ok) {
+  if (load.ok) {
     ++config_.loads;
-    config_.origin = std::string(origin);
+    config_.origin = std::string(load.origin);
   } else {
     ++config_.load_errors;
-    config_.last_error = std::string(error);
+    config_.last_error = std::string(load.error);
     config_.last_error_ms = NowMs();
   }
 }
 
-void Dashboard::SetStoreStateSource(absl::AnyInvocable<StoreState() const> source) {
+void Dashboard::SetStoreStateSource(const StoreStateSource* source) {
   internal::MutexLock lock(&mu_);
-  store_source_ = std::move(source);
+  store_source_ = source;
 }
 
 size_t Dashboard::MemoryBytes() const {

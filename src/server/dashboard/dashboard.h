@@ -1,10 +1,11 @@
 // Dashboard: what sluiced's live page (GET /dashboard) shows, counted as the service decides:
 // per domain, decisions, over-limit decisions and store errors per second over the last minutes;
 // the descriptors most often over their limit and the busiest callers over the last minute, from
-// bounded heavy-hitter tables (space_saving.h); decision latency percentiles; and, from sources
-// the process sets, the store's state and the config's.
+// bounded heavy-hitter tables (space_saving.h); decision latency percentiles; the config's loads;
+// and the store's state, read at each feed from the source the process sets.
 //
-// It is an RlsObserver (src/server/rls/rls_observer.h) beside the metrics. Reports go to one of a
+// It is one of the process's observers (src/server/observe/process_observer.h), beside the
+// metrics: it hears decisions, RLQS usage reports and config loads. Reports go to one of a
 // few shards, picked per thread, each under its own lock, so that threads do not contend; a
 // report allocates nothing except the first time a shard sees a domain. Memory is bounded
 // whatever the traffic: max_domains domains per shard (the rest counted under "(other)"), and
@@ -15,31 +16,25 @@
 //
 // Example:
 //   Dashboard dashboard(Clock::Real(), DashboardOptions{});
-//   RlsObserverList observers({&metrics, &dashboard});
+//   ObserverList observers({&metrics, &dashboard});
 //   std::string feed = dashboard.FeedJson("");  // the JSON that /dashboard/feed.json serves
 //
 // Thread safety: thread-safe.
 #ifndef SLUICE_SERVER_DASHBOARD_DASHBOARD_H_
 #define SLUICE_SERVER_DASHBOARD_DASHBOARD_H_
 
-#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
-#include <span>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
-
-#include "absl/functional/any_invocable.h"
 
 #include "sluice/clock.h"
 
-#include "src/server/rls/rls_observer.h"
-#include "src/server/stats/metrics.h"
+#include "src/server/observe/process_observer.h"
+#include "src/server/observe/store_state.h"
 #include "src/util/mutex.h"
 
 namespace sluice::server {
@@ -80,12 +75,14 @@ struct DashboardConfigState {
   int64_t last_error_ms = 0;
 };
 
-class Dashboard final : public RlsObserver {
+class Dashboard final : public ProcessObserver {
  public:
   // The feed's format version; bumped on any incompatible change (docs/sluiced.md, "Dashboard").
   static constexpr int kFeedVersion = 1;
 
   Dashboard(Clock& clock, DashboardOptions options);
+  Dashboard(const Dashboard&) = delete;
+  Dashboard& operator=(const Dashboard&) = delete;
   ~Dashboard() override;
 
   void OnInvalidRequest() override;
@@ -93,20 +90,19 @@ class Dashboard final : public RlsObserver {
   void OnStoreError(std::string_view domain, std::chrono::microseconds latency) override;
   void OnDecision(const RlsDecisionReport& report) override;
 
-  // An RLQS report of `domain`'s bucket `entries`: requests an Envoy allowed and denied since its
-  // previous report, against the matched rule's `limit` per `unit`. Counted in the second it
-  // arrives, as decisions and over-limit decisions; the bucket is listed over its limit with
-  // weight `denied` and among the callers with weight `allowed + denied`, under the key
-  // "rlqs" + its entries, as an RLS descriptor would be.
-  void OnQuotaReport(std::string_view domain,
-                     std::span<const std::pair<std::string, std::string>> entries, uint64_t allowed,
-                     uint64_t denied, uint64_t limit, std::chrono::seconds unit);
+  // An RLQS report of a bucket: the requests an Envoy allowed and denied since its previous
+  // report, against the matched rule's limit. Counted in the second it arrives, as decisions and
+  // over-limit decisions; the bucket is listed over its limit with weight `denied` and among the
+  // callers with weight `allowed + denied`, under the key "rlqs" + its entries, as an RLS
+  // descriptor would be.
+  void OnQuotaUsage(const QuotaUsageReport& usage) override;
 
-  // A config was loaded (`ok`) or refused with `error`.
-  void OnConfigLoad(bool ok, std::string_view origin, std::string_view error);
+  // A config was served, or refused with its error.
+  void OnConfigLoad(const ConfigLoadReport& load) override;
 
-  // Where the store's state comes from; called on each feed. Default: none (no store section).
-  void SetStoreStateSource(absl::AnyInvocable<StoreState() const> source);
+  // Where the store's state comes from; read on each feed. Default: none (no store section).
+  // REQUIRES: `source` outlives its use (set nullptr before it goes).
+  void SetStoreStateSource(const StoreStateSource* source);
 
   // Dashboard::FeedJson()
   //
@@ -127,7 +123,7 @@ class Dashboard final : public RlsObserver {
   std::vector<std::unique_ptr<Shard>> shards_;
   mutable internal::Mutex mu_;
   DashboardConfigState config_ ABSL_GUARDED_BY(mu_);
-  absl::AnyInvocable<StoreState() const> store_source_ ABSL_GUARDED_BY(mu_);
+  const StoreStateSource* store_source_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace sluice::server

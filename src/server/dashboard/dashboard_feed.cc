@@ -215,7 +215,7 @@ std::string Dashboard::FeedJson(std::string_view domain) const {
   feed["latency"] = std::move(lat);
 
   internal::MutexLock lock(&mu_);
-  if (store_source_) feed["store"] = StoreJson(store_source_());
+  if (store_source_ != nullptr) feed["store"] = StoreJson(store_source_->ReadStoreState());
   boost::json::object config;
   config["version"] = config_.loads;
   config["origin"] = config_.origin;

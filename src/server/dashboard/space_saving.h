@@ -56,6 +56,7 @@ class SpaceSaving {
   explicit SpaceSaving(SpaceSavingOptions options = {});
   SpaceSaving(const SpaceSaving&) = delete;
   SpaceSaving& operator=(const SpaceSaving&) = delete;
+  ~SpaceSaving() = default;
 
   // Counts `weight` for `key` (cut to max_key_bytes) at `now_ms`. A key new to the table starts
   // with `since_ms` when it is not 0, else `now_ms`.
@@ -89,7 +90,7 @@ class SpaceSaving {
   };
 
   std::string_view KeyOf(size_t slot) const {
-    return std::string_view(keys_.data() + slot * options_.max_key_bytes, slots_[slot].key_len);
+    return {keys_.data() + slot * options_.max_key_bytes, slots_[slot].key_len};
   }
   std::string_view Cut(std::string_view key) const { return key.substr(0, options_.max_key_bytes); }
   void SetKey(size_t slot, std::string_view key, bool truncated);

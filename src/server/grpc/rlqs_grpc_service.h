@@ -3,7 +3,7 @@
 // the same listener (docs/rlqs.md).
 //
 // Each stream is one Envoy's stream for a domain; the client it reports as is the Envoy
-// (kRlqsClientHeader, else its address), so a reconnect replaces its own grant. Each report's
+// (kRlqsClientHeader, else its connection), so a reconnect replaces its own grant. Each report's
 // buckets are mapped to rules (quota_plan.h), their demand measured with the server's clock, their
 // shares asked of the QuotaAllocator, and one response answers every bucket of the report: a token
 // bucket, a blanket rule, or an AbandonAction for a bucket no rule matches. A grant held below
@@ -26,17 +26,17 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 
 #include "sluice/clock.h"
 
 #include "src/server/grpc/grpc_service.h"
+#include "src/server/observe/gauge_source.h"
+#include "src/server/observe/process_observer.h"
 #include "src/server/rlqs/quota_allocator.h"
 #include "src/server/rls/rate_limit_service.h"
 
@@ -46,21 +46,10 @@ namespace sluice::server {
 // address set it (GrpcService.initial_metadata) to tell themselves apart.
 inline constexpr char kRlqsClientHeader[] = "x-sluice-rlqs-client";
 
-// One reported bucket that matched a rule, as RlqsGrpcServiceOptions::on_usage sees it. Views the
-// report: valid during the call only.
-struct RlqsUsage {
-  std::string_view domain;
-  // The rule's stats key ("domain.key_value...").
-  std::string_view stats_key;
-  // The bucket's entries as reported, sorted by key.
-  std::span<const std::pair<std::string, std::string>> entries;
-  // The rule's limit: `limit` requests per `unit`.
-  uint64_t limit = 0;
-  std::chrono::seconds unit{1};
-  // Requests the client allowed and denied since its previous report.
-  uint64_t allowed = 0;
-  uint64_t denied = 0;
-};
+// One reported bucket that matched a rule, as RlqsGrpcServiceOptions::on_usage sees it: the
+// process's quota usage event (src/server/observe/process_observer.h). Views the report: valid
+// during the call only.
+using RlqsUsage = QuotaUsageReport;
 
 struct RlqsGrpcServiceOptions {
   // Streams open at once; more are refused RESOURCE_EXHAUSTED. Default: 10,000.
@@ -77,8 +66,8 @@ struct RlqsGrpcServiceOptions {
   // Clock of demand measurement and of the report budget. Not owned. Default: Clock::Real().
   Clock* clock = nullptr;
   // Called with each reported bucket that matched a rule, so that the requests the client allowed
-  // and denied feed the counters and the dashboard RLS decisions feed. Must be quick and
-  // thread-safe. Default: none.
+  // and denied reach the process's observers (ProcessObserver::OnQuotaUsage(): the counters and
+  // the dashboard RLS decisions feed). Must be quick and thread-safe. Default: none.
   std::function<void(const RlqsUsage& usage)> on_usage{};
 };
 
@@ -109,11 +98,13 @@ struct RlqsStats {
   uint64_t buckets_topped_up = 0;
 };
 
-class RlqsGrpcService final : public GrpcService {
+class RlqsGrpcService final : public GrpcService, public GaugeSource {
  public:
   // `rls` (for its current config) and `allocator` must outlive this object.
   RlqsGrpcService(RateLimitService& rls, QuotaAllocator& allocator,
                   const RlqsGrpcServiceOptions& options);
+  RlqsGrpcService(const RlqsGrpcService&) = delete;
+  RlqsGrpcService& operator=(const RlqsGrpcService&) = delete;
   ~RlqsGrpcService() override;
 
   std::string_view health_name() const override { return ""; }
@@ -129,8 +120,10 @@ class RlqsGrpcService final : public GrpcService {
   // Per rule (stats key; at most 10,000): the last allocation's clients, summed demand and summed
   // live grants, per unit of the rule.
   absl::flat_hash_map<std::string, RlqsBucketState> Buckets() const;
-  // The service's families in the Prometheus text format (Metrics::SetTextSource()).
+  // The service's families in the Prometheus text format.
   std::string RenderPrometheus() const;
+  // GaugeSource: RenderPrometheus(), at each scrape of /metrics.
+  void AppendPrometheus(std::string& out) const override { out += RenderPrometheus(); }
 
   // The service's state, shared with its streams (rlqs_grpc_service_impl.h).
   struct Impl;

@@ -1,21 +1,19 @@
 // RlsObserver: what RateLimitService reports about the requests it decides, to whoever counts or
-// shows them: the Prometheus and statsd metrics (src/server/stats/metrics.h) today, later a
-// dashboard or the RLQS service. The service knows this interface only, not its implementations,
-// so the rate limit core links no stats code.
+// shows them. The service knows this interface only, not its implementations, so the rate limit
+// core links no stats code. It is the decision part of sluiced's one observer interface,
+// ProcessObserver (src/server/observe/process_observer.h), which extends it with the process's
+// other events; the service is handed that interface's fan-out, ObserverList.
 //
 // Each request gives exactly one report: OnInvalidRequest() (nothing was decided), or
 // OnStoreError() or OnDecision(), the latter two after OnUnknownDomain() when the domain has no
 // config. Reports are made on the thread that completes the decision (the caller's, or the store's
 // completion thread) before the caller's callback runs, so an observer must be quick and must not
-// block: count, do not do I/O.
-//
-// More than one observer: RlsObserverList, a fixed fan-out that is itself an RlsObserver.
+// block: count, do not do I/O. Every method does nothing by default: an observer overrides the
+// reports it cares about.
 //
 // Example:
-//   Metrics metrics;
-//   Dashboard dashboard;
-//   RlsObserverList observers({&metrics, &dashboard});
-//   RateLimitService service(store, observers, RateLimitServiceOptions{});
+//   Metrics metrics;  // a ProcessObserver, so an RlsObserver
+//   RateLimitService service(store, metrics, RateLimitServiceOptions{});
 //
 // Thread safety: implementations must be thread-safe; reports arrive from many threads at once.
 #ifndef SLUICE_SERVER_RLS_RLS_OBSERVER_H_
@@ -25,8 +23,6 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 #include "src/server/rls/rls_types.h"
 #include "src/server/rls/rule_stats.h"
@@ -61,40 +57,13 @@ class RlsObserver {
   virtual ~RlsObserver() = default;
 
   // A request was malformed and refused before any decision (InvalidArgument).
-  virtual void OnInvalidRequest() = 0;
+  virtual void OnInvalidRequest() {}
   // A request named `domain`, which has no config; it has `descriptors` descriptors.
-  virtual void OnUnknownDomain(std::string_view domain, uint64_t descriptors) = 0;
+  virtual void OnUnknownDomain(std::string_view /*domain*/, uint64_t /*descriptors*/) {}
   // The store failed the request of `domain` after `latency` (Unavailable).
-  virtual void OnStoreError(std::string_view domain, std::chrono::microseconds latency) = 0;
+  virtual void OnStoreError(std::string_view /*domain*/, std::chrono::microseconds /*latency*/) {}
   // A request was decided.
-  virtual void OnDecision(const RlsDecisionReport& report) = 0;
-};
-
-// RlsObserverList: reports to each of a fixed list of observers, in order. The list is set once,
-// so reporting takes no lock and allocates nothing.
-//
-// Thread safety: thread-safe when each observer is.
-class RlsObserverList final : public RlsObserver {
- public:
-  // The observers must outlive the list.
-  explicit RlsObserverList(std::vector<RlsObserver*> observers)
-      : observers_(std::move(observers)) {}
-
-  void OnInvalidRequest() override {
-    for (RlsObserver* o : observers_) o->OnInvalidRequest();
-  }
-  void OnUnknownDomain(std::string_view domain, uint64_t descriptors) override {
-    for (RlsObserver* o : observers_) o->OnUnknownDomain(domain, descriptors);
-  }
-  void OnStoreError(std::string_view domain, std::chrono::microseconds latency) override {
-    for (RlsObserver* o : observers_) o->OnStoreError(domain, latency);
-  }
-  void OnDecision(const RlsDecisionReport& report) override {
-    for (RlsObserver* o : observers_) o->OnDecision(report);
-  }
-
- private:
-  const std::vector<RlsObserver*> observers_;
+  virtual void OnDecision(const RlsDecisionReport& /*report*/) {}
 };
 
 }  // namespace sluice::server

@@ -11,6 +11,7 @@
 
 #include "sluice/version.h"
 
+#include "src/server/observe/prometheus_text.h"
 #include "src/util/strings.h"
 
 namespace sluice::server {
@@ -18,23 +19,6 @@ namespace {
 
 constexpr absl::string_view kOverflowKey = "_overflow";
 constexpr absl::string_view kRulePrefix = "ratelimit.service.rate_limit.";
-
-// Escapes a Prometheus label value: backslash, double quote and newline.
-std::string EscapeLabel(absl::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\' || c == '"') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (c == '\n') {
-      out.append("\\n");
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
@@ -264,6 +248,13 @@ void Metrics::OnDecision(const RlsDecisionReport& report) {
   ObserveDecisionLatency(report.latency);
 }
 
+void Metrics::OnQuotaUsage(const QuotaUsageReport& u) {
+  AddRuleStats(
+      internal::AbslView(u.domain), internal::AbslView(u.stats_key),
+      RuleStats{
+          .total_hits = u.allowed + u.denied, .within_limit = u.allowed, .over_limit = u.denied});
+}
+
 void Metrics::CountConfigLoad(bool success) {
   (success ? config_load_success_ : config_load_error_).fetch_add(1, std::memory_order_relaxed);
 }
@@ -277,24 +268,18 @@ void Metrics::ObserveDecisionLatency(std::chrono::microseconds latency) {
   latency_count_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Metrics::SetStoreStateSource(absl::AnyInvocable<StoreState() const> source) {
+void Metrics::SetGauges(const GaugeSource* gauges) {
   internal::MutexLock lock(&source_mu_);
-  store_state_ = std::move(source);
+  gauges_ = gauges != nullptr ? gauges : &series_gauges_;
 }
 
-void Metrics::SetServerStateSource(absl::AnyInvocable<ServerState() const> source) {
-  internal::MutexLock lock(&source_mu_);
-  server_state_ = std::move(source);
-}
-
-void Metrics::SetTextSource(absl::AnyInvocable<std::string() const> source) {
-  internal::MutexLock lock(&source_mu_);
-  text_source_ = std::move(source);
-}
-
-void Metrics::SetXdsStateSource(absl::AnyInvocable<XdsState() const> source) {
-  internal::MutexLock lock(&source_mu_);
-  xds_state_ = std::move(source);
+void Metrics::SeriesGaugeSource::AppendPrometheus(std::string& out) const {
+  AppendGauge(out, "sluice_metrics_series_bytes",
+              "Bytes the per-rule and unknown-domain series take (bounded).",
+              metrics_.SeriesBytes());
+  AppendCounter(out, "sluice_metrics_series_folded_total",
+                "Updates counted in an _overflow series because the series bounds were reached.",
+                metrics_.series_folded_.load(std::memory_order_relaxed));
 }
 
 void Metrics::SetRenderHookForTest(std::function<void()> hook) {
@@ -322,19 +307,24 @@ constexpr std::array<RuleMetric, 7> kRuleMetrics = {{
 
 uint64_t Metrics::RuleValue(const RuleCounters& c, size_t metric) {
   const std::array<const std::atomic<uint64_t>*, kRuleMetrics.size()> values = {
-      &c.total_hits, &c.within_limit, &c.near_limit, &c.over_limit, &c.over_limit_with_local_cache,
-      &c.shadow_mode, &c.total_negative_hits};
+      &c.total_hits,
+      &c.within_limit,
+      &c.near_limit,
+      &c.over_limit,
+      &c.over_limit_with_local_cache,
+      &c.shadow_mode,
+      &c.total_negative_hits};
   return values[metric]->load(std::memory_order_relaxed);
 }
 
 std::string Metrics::Render() const {
   std::string out;
   auto header = [&out](absl::string_view name, absl::string_view type, absl::string_view help) {
-    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+    AppendFamilyHeader(out, internal::StdView(name), internal::StdView(type),
+                       internal::StdView(help));
   };
-  auto counter = [&](absl::string_view name, absl::string_view help, uint64_t value) {
-    header(name, "counter", help);
-    absl::StrAppend(&out, name, " ", value, "\n");
+  auto counter = [&out](absl::string_view name, absl::string_view help, uint64_t value) {
+    AppendCounter(out, internal::StdView(name), internal::StdView(help), value);
   };
   // The lock is held only to copy the series pointers: series are never removed and their labels
   // never change, so they are read and formatted without it while decisions go on counting.
@@ -354,8 +344,8 @@ std::string Metrics::Render() const {
         absl::StrCat("ratelimit_service_rate_limit_", kRuleMetrics[m].stat, "_total");
     header(name, "counter", kRuleMetrics[m].help);
     for (const RuleCounters* c : rules) {
-      absl::StrAppend(&out, name, "{domain=\"", EscapeLabel(c->domain), "\",key=\"",
-                      EscapeLabel(c->key), "\"} ", RuleValue(*c, m), "\n");
+      absl::StrAppend(&out, name, "{domain=\"", EscapeLabelValue(c->domain), "\",key=\"",
+                      EscapeLabelValue(c->key), "\"} ", RuleValue(*c, m), "\n");
     }
     if (m == 0 && hook) hook();
   }
@@ -363,19 +353,14 @@ std::string Metrics::Render() const {
          "Descriptors of requests naming a domain no config defines.");
   for (const DomainCounter* c : domains) {
     absl::StrAppend(&out, "ratelimit_service_rate_limit_domain_not_found_total{domain=\"",
-                    EscapeLabel(c->domain), "\"} ", c->descriptors.load(std::memory_order_relaxed),
-                    "\n");
+                    EscapeLabelValue(c->domain), "\"} ",
+                    c->descriptors.load(std::memory_order_relaxed), "\n");
   }
-  StoreState state;
-  std::optional<ServerState> server;
-  std::optional<XdsState> xds;
-  std::string text;
+  // The rooms' gauges, read now (as the series were snapshotted) and appended last.
+  std::string gauges;
   {
     internal::MutexLock lock(&source_mu_);
-    if (store_state_) state = store_state_();
-    if (server_state_) server = server_state_();
-    if (xds_state_) xds = xds_state_();
-    if (text_source_) text = text_source_();
+    gauges_->AppendPrometheus(gauges);
   }
   header("ratelimit_service_should_rate_limit_error_total", "counter",
          "Requests that failed: redis_error in the store, service_error malformed.");
@@ -416,135 +401,10 @@ std::string Metrics::Render() const {
                   latency_count_.load(std::memory_order_relaxed), "\n");
 
   header("sluice_build_info", "gauge", "Always 1; the labels say which build is running.");
-  absl::StrAppend(&out, "sluice_build_info{version=\"",
-                  EscapeLabel(internal::AbslView(kBuildInfo.version)), "\",compiler=\"",
-                  EscapeLabel(internal::AbslView(kBuildInfo.compiler)), "\",build_type=\"",
-                  EscapeLabel(internal::AbslView(kBuildInfo.build_type)), "\"} 1\n");
-  if (state.redis_connected.has_value()) {
-    header("sluice_redis_connected", "gauge", "1 when a Redis connection is ready, else 0.");
-    absl::StrAppend(&out, "sluice_redis_connected ", *state.redis_connected ? 1 : 0, "\n");
-  }
-  header("sluice_store_breaker_open", "gauge",
-         "1 while the failure policy's circuit breaker skips the store, else 0.");
-  absl::StrAppend(&out, "sluice_store_breaker_open ", state.breaker_open ? 1 : 0, "\n");
-  counter("sluice_store_breaker_opens_total", "Times the circuit breaker opened.",
-          state.breaker_opens);
-  counter("sluice_store_breaker_closes_total", "Times a probe succeeded and the breaker closed.",
-          state.breaker_closes);
-  if (state.redis.has_value()) {
-    const RedisStoreStats& r = *state.redis;
-    counter("sluice_redis_script_calls_total", "Script calls made to Redis.", r.script_calls);
-    counter("sluice_redis_noscript_resends_total",
-            "Calls resent because Redis lacked the script or function library.",
-            r.noscript_resends);
-    counter("sluice_redis_connects_total", "Redis connections established (reconnects included).",
-            r.connects);
-    counter("sluice_redis_connect_failures_total", "Redis connection attempts that failed.",
-            r.connect_failures);
-    counter("sluice_redis_disconnects_total", "Established Redis connections lost.", r.disconnects);
-    if (r.leases) {
-      const LeaseStats& l = r.lease;
-      counter("sluice_lease_local_admits_total", "Decisions admitted from a lease, no Redis call.",
-              l.local_admits);
-      counter("sluice_lease_local_denials_total",
-              "Decisions denied from memory until the retry_after Redis gave.", l.local_denials);
-      counter("sluice_lease_calls_total", "Leasing script calls made for a decision.",
-              l.lease_calls);
-      counter("sluice_lease_refills_total", "Leasing script calls made in the background.",
-              l.refills);
-      counter("sluice_lease_refill_errors_total", "Background leasing calls that failed.",
-              l.refill_errors);
-      counter("sluice_lease_exact_calls_total", "Decisions passed on as plain script calls.",
-              l.exact_calls);
-      counter("sluice_lease_grants_total", "Grants of at least one unit.", l.grants);
-      counter("sluice_lease_units_granted_total", "Units granted to this instance.",
-              l.units_granted);
-      counter("sluice_lease_units_expired_total", "Granted units whose lease ended unspent.",
-              l.units_expired);
-      counter("sluice_lease_refunds_total", "Refund script calls.", l.refunds);
-      counter("sluice_lease_units_refunded_total", "Units given back to Redis.", l.units_refunded);
-      counter("sluice_lease_units_refunded_ending_total",
-              "Units given back from leases about to end unspent.", l.units_refunded_ending);
-      header("sluice_lease_keys", "gauge", "Keys with a lease, a denial or a rate held.");
-      absl::StrAppend(&out, "sluice_lease_keys ", l.keys, "\n");
-      header("sluice_lease_instances_seen", "gauge",
-             "Instances counted as leaseholders at the last announcement (0: none answered).");
-      absl::StrAppend(&out, "sluice_lease_instances_seen ", l.instances_seen, "\n");
-    }
-  }
-  if (state.memory.has_value()) {
-    const MemoryStoreStats& ms = *state.memory;
-    header("sluice_memory_store_entries", "gauge", "Entries in the memory store.");
-    absl::StrAppend(&out, "sluice_memory_store_entries ", ms.entries, "\n");
-    header("sluice_memory_store_bytes", "gauge",
-           "Bytes the memory store counts against --memory-store-max-bytes.");
-    absl::StrAppend(&out, "sluice_memory_store_bytes ", ms.bytes, "\n");
-    counter("sluice_memory_store_expired_total", "Entries removed after they expired.", ms.expired);
-    counter("sluice_memory_store_evicted_total", "Live entries evicted to make room.", ms.evicted);
-    counter("sluice_memory_store_denied_for_room_total",
-            "New keys refused because the store was full.", ms.denied_for_room);
-  }
-  if (server.has_value()) {
-    const auto per_listener = [&](absl::string_view name, absl::string_view help,
-                                  uint64_t ListenerState::*field) {
-      header(name, "counter", help);
-      for (const ListenerState& l : server->listeners) {
-        absl::StrAppend(&out, name, "{listener=\"", EscapeLabel(l.name), "\"} ", l.*field, "\n");
-      }
-    };
-    per_listener("sluice_listener_accepted_total", "Connections accepted by sluiced's listeners.",
-                 &ListenerState::accepted);
-    per_listener("sluice_listener_rejected_over_cap_total",
-                 "Connections closed at once because the listener's cap was reached.",
-                 &ListenerState::rejected_over_cap);
-    per_listener("sluice_listener_closed_idle_at_cap_total",
-                 "Idle connections closed at the listener's cap to make room for a new one.",
-                 &ListenerState::closed_idle_at_cap);
-    per_listener("sluice_listener_rejected_per_address_total",
-                 "Connections closed at once because their address had its cap open.",
-                 &ListenerState::rejected_per_address);
-    per_listener("sluice_listener_accept_failures_total",
-                 "Accepts that failed for lack of descriptors or memory (each followed by a wait).",
-                 &ListenerState::accept_failures);
-    header("sluice_grpc_in_flight", "gauge",
-           "gRPC calls in flight: waiting for their connection's turn, deciding, or waiting for "
-           "the store.");
-    absl::StrAppend(&out, "sluice_grpc_in_flight ", server->grpc_in_flight, "\n");
-    counter("sluice_grpc_rejected_in_flight_total",
-            "gRPC calls answered RESOURCE_EXHAUSTED because --grpc-max-in-flight were waiting.",
-            server->grpc_rejected_in_flight);
-    counter("sluice_grpc_rejected_connection_share_total",
-            "gRPC calls answered RESOURCE_EXHAUSTED because their connection held its share of "
-            "--grpc-max-in-flight.",
-            server->grpc_rejected_connection_share);
-    counter("sluice_grpc_unparsable_requests_total",
-            "gRPC calls whose bytes were not a RateLimitRequest (INVALID_ARGUMENT).",
-            server->grpc_unparsable_requests);
-    counter("sluice_grpc_silent_connections_closed_total",
-            "gRPC connections closed for sending nothing within the first-bytes timeout.",
-            server->grpc_silent_connections_closed);
-  }
-  if (xds.has_value()) {
-    counter("sluice_xds_responses_total", "DiscoveryResponses received from the xDS server.",
-            xds->responses);
-    counter("sluice_xds_acks_total", "xDS responses applied and ACKed.", xds->acks);
-    counter("sluice_xds_nacks_total", "xDS responses refused and NACKed (the config stays).",
-            xds->nacks);
-    counter("sluice_xds_streams_total", "xDS streams opened (subscriptions and re-subscriptions).",
-            xds->streams);
-    counter("sluice_xds_stream_failures_total",
-            "xDS streams that ended, or connections to the xDS server that could not be made.",
-            xds->stream_failures);
-    header("sluice_xds_connected", "gauge", "1 while a stream to the xDS server is open.");
-    absl::StrAppend(&out, "sluice_xds_connected ", xds->connected ? 1 : 0, "\n");
-  }
-  header("sluice_metrics_series_bytes", "gauge",
-         "Bytes the per-rule and unknown-domain series take (bounded).");
-  absl::StrAppend(&out, "sluice_metrics_series_bytes ", SeriesBytes(), "\n");
-  counter("sluice_metrics_series_folded_total",
-          "Updates counted in an _overflow series because the series bounds were reached.",
-          series_folded_.load(std::memory_order_relaxed));
-  out += text;
+  absl::StrAppend(&out, "sluice_build_info{version=\"", EscapeLabelValue(kBuildInfo.version),
+                  "\",compiler=\"", EscapeLabelValue(kBuildInfo.compiler), "\",build_type=\"",
+                  EscapeLabelValue(kBuildInfo.build_type), "\"} 1\n");
+  out += gauges;
   return out;
 }
 

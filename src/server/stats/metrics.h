@@ -19,8 +19,10 @@
 //   counted in `{domain="_overflow",key="_overflow"}`. Every update folded this way is counted
 //   (`sluice_metrics_series_folded_total`). Unknown domains are bounded the same way.
 //
-// Metrics is the rate limit service's observer (src/server/rls/rls_observer.h): each report
-// becomes the counter updates named below.
+// Metrics is one of the process's observers (src/server/observe/process_observer.h): each
+// decision, quota usage report and config load becomes the counter updates named below. The
+// gauges that follow the counters on the page are read from their rooms at each Render()
+// (SetGauges(), src/server/observe/gauge_source.h); Metrics knows none of those rooms.
 //
 // Recording never waits on a scrape: each series holds its own atomic counters and is never
 // removed, the maps are locked only to find or add a series, and Render() and Counters() copy the
@@ -42,67 +44,19 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
 
-#include "sluice/memory_store.h"
-#include "sluice/redis_store.h"
-
-#include "src/server/rls/rls_observer.h"
+#include "src/server/observe/gauge_source.h"
+#include "src/server/observe/process_observer.h"
 #include "src/server/rls/rule_stats.h"
 #include "src/util/mutex.h"
 
 namespace sluice::server {
-
-// The state of the store, for gauges; read on every render.
-struct StoreState {
-  // Redis: whether a connection is ready. Empty for the memory store.
-  std::optional<bool> redis_connected{};
-  // Whether the failure policy's circuit breaker is open (the store is skipped).
-  bool breaker_open = false;
-  uint64_t breaker_opens = 0;
-  uint64_t breaker_closes = 0;
-  // The Redis store's counters (connections, script calls); empty for the memory store.
-  std::optional<RedisStoreStats> redis{};
-  // The memory store's entries, bytes and evictions; empty for Redis.
-  std::optional<MemoryStoreStats> memory{};
-};
-
-// One listener's counters (::sluice::net::ListenerStats), named as sluiced names the listener.
-struct ListenerState {
-  std::string name{};  // "http", "grpc", "debug", "prometheus"
-  uint64_t accepted = 0;
-  uint64_t rejected_over_cap = 0;
-  uint64_t closed_idle_at_cap = 0;
-  uint64_t rejected_per_address = 0;
-  uint64_t accept_failures = 0;
-};
-
-// The serving side's counters: its listeners and the gRPC server's in-flight bound.
-struct ServerState {
-  std::vector<ListenerState> listeners{};
-  size_t grpc_in_flight = 0;
-  uint64_t grpc_rejected_in_flight = 0;
-  uint64_t grpc_rejected_connection_share = 0;
-  uint64_t grpc_unparsable_requests = 0;
-  uint64_t grpc_silent_connections_closed = 0;
-};
-
-// The xDS client's counters (CONFIG_TYPE=GRPC_XDS_SOTW; src/server/xds/xds_client.h).
-struct XdsState {
-  uint64_t responses = 0;
-  uint64_t acks = 0;
-  uint64_t nacks = 0;
-  uint64_t streams = 0;
-  uint64_t stream_failures = 0;
-  bool connected = false;
-};
 
 struct MetricsOptions {
   // Most per-rule series (and, separately, unknown domains) kept; further label sets are folded
@@ -131,18 +85,22 @@ std::string BoundLabelValue(absl::string_view value, size_t max_bytes);
 // of every IPv4-looking address (\d{1,3}(\.\d{1,3}){3}).
 std::string SanitizeStatName(absl::string_view name);
 
-class Metrics final : public RlsObserver {
+class Metrics final : public ProcessObserver {
  public:
   explicit Metrics(MetricsOptions options = {});
 
-  // RlsObserver: a malformed request is CountServiceError(); an unknown domain
+  // ProcessObserver: a malformed request is CountServiceError(); an unknown domain
   // CountDomainNotFound(); a store error CountStoreError() and its latency; a decision its
   // AddRuleStats(), CountGlobalShadowMode(), CountLocalCacheHits(), CountFallbackDecisions() and
-  // its latency.
+  // its latency; a quota usage report AddRuleStats() of the requests its client allowed and
+  // denied, as decisions count them (no latency: nothing was decided here); a config load
+  // CountConfigLoad().
   void OnInvalidRequest() override { CountServiceError(); }
   void OnUnknownDomain(std::string_view domain, uint64_t descriptors) override;
   void OnStoreError(std::string_view domain, std::chrono::microseconds latency) override;
   void OnDecision(const RlsDecisionReport& report) override;
+  void OnQuotaUsage(const QuotaUsageReport& usage) override;
+  void OnConfigLoad(const ConfigLoadReport& load) override { CountConfigLoad(load.ok); }
 
   // Adds `stats` to the counters of `stats_key` (which starts with "`domain`.").
   void AddRuleStats(absl::string_view domain, absl::string_view stats_key, const RuleStats& stats);
@@ -163,18 +121,14 @@ class Metrics final : public RlsObserver {
   void CountConfigLoad(bool success);
   // One ShouldRateLimit call answered (gRPC or /json) after `latency`.
   void ObserveDecisionLatency(std::chrono::microseconds latency);
-  // Where the store gauges come from; called on every Render(), outside the series lock, so a
-  // slow source delays only the scrape. Default: none.
-  void SetStoreStateSource(absl::AnyInvocable<StoreState() const> source);
-  // Where the listener and gRPC counters come from; called as the store source is. Default: none
-  // (no such series).
-  void SetServerStateSource(absl::AnyInvocable<ServerState() const> source);
-  // Where the xDS client's counters come from; called as the store source is. Default: none (no
-  // sluice_xds_* series).
-  void SetXdsStateSource(absl::AnyInvocable<XdsState() const> source);
-  // Families another room renders itself (the quota service's, docs/rlqs.md), appended to
-  // Render()'s text; called as the store source is. Default: none.
-  void SetTextSource(absl::AnyInvocable<std::string() const> source);
+  // The families that follow the counters and sluice_build_info on the page, in their order:
+  // each room's gauges, read on every Render() outside the series lock, so a slow source delays
+  // only the scrape. `gauges` replaces the default, SeriesGauges() alone, so it holds
+  // SeriesGauges() where they belong; nullptr restores the default. REQUIRES: `gauges` outlives
+  // its use (set nullptr before it goes).
+  void SetGauges(const GaugeSource* gauges);
+  // The metrics' own gauges: sluice_metrics_series_bytes and sluice_metrics_series_folded_total.
+  const GaugeSource& SeriesGauges() const { return series_gauges_; }
 
   // Metrics::Render()
   //
@@ -207,6 +161,16 @@ class Metrics final : public RlsObserver {
   void SetRenderHookForTest(std::function<void()> hook);
 
  private:
+  // SeriesGauges(): the bounds of the series below.
+  class SeriesGaugeSource final : public GaugeSource {
+   public:
+    explicit SeriesGaugeSource(const Metrics& metrics) : metrics_(metrics) {}
+    void AppendPrometheus(std::string& out) const override;
+
+   private:
+    const Metrics& metrics_;
+  };
+
   struct RuleCounters {
     std::string domain;
     std::string key;  // The stats key without "domain."; "_overflow" for the overflow series.
@@ -244,12 +208,10 @@ class Metrics final : public RlsObserver {
       ABSL_GUARDED_BY(mu_);
   size_t overflow_series_ ABSL_GUARDED_BY(mu_) = 0;
   std::function<void()> render_hook_ ABSL_GUARDED_BY(mu_);
-  // Taken only to read or replace the store state source: never while `mu_` is held.
+  const SeriesGaugeSource series_gauges_{*this};
+  // Taken only to read or replace the gauges: never while `mu_` is held.
   mutable internal::Mutex source_mu_;
-  absl::AnyInvocable<StoreState() const> store_state_ ABSL_GUARDED_BY(source_mu_);
-  absl::AnyInvocable<ServerState() const> server_state_ ABSL_GUARDED_BY(source_mu_);
-  absl::AnyInvocable<XdsState() const> xds_state_ ABSL_GUARDED_BY(source_mu_);
-  absl::AnyInvocable<std::string() const> text_source_ ABSL_GUARDED_BY(source_mu_);
+  const GaugeSource* gauges_ ABSL_GUARDED_BY(source_mu_) = &series_gauges_;
   std::atomic<size_t> series_bytes_{0};
   std::atomic<uint64_t> series_folded_{0};
   std::atomic<uint64_t> store_errors_{0};

@@ -12,6 +12,7 @@
 
 #include "sluice/clock.h"
 
+#include "src/server/observe/prometheus_text.h"
 #include "src/server/xds/xds_backoff.h"
 #include "src/server/xds/xds_config_convert.h"
 
@@ -108,6 +109,21 @@ void XdsClient::Stop() {
 XdsClientStats XdsClient::Stats() const {
   internal::MutexLock lock(&mu_);
   return stats_;
+}
+
+void AppendXdsFamilies(const XdsClientStats& stats, std::string& out) {
+  AppendCounter(out, "sluice_xds_responses_total",
+                "DiscoveryResponses received from the xDS server.", stats.responses);
+  AppendCounter(out, "sluice_xds_acks_total", "xDS responses applied and ACKed.", stats.acks);
+  AppendCounter(out, "sluice_xds_nacks_total",
+                "xDS responses refused and NACKed (the config stays).", stats.nacks);
+  AppendCounter(out, "sluice_xds_streams_total",
+                "xDS streams opened (subscriptions and re-subscriptions).", stats.streams);
+  AppendCounter(out, "sluice_xds_stream_failures_total",
+                "xDS streams that ended, or connections to the xDS server that could not be made.",
+                stats.stream_failures);
+  AppendGauge(out, "sluice_xds_connected", "1 while a stream to the xDS server is open.",
+              stats.connected ? 1 : 0);
 }
 
 bool XdsClient::Stopping() const {

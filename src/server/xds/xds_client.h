@@ -15,7 +15,8 @@
 // wait is cut short by Stop(): a blocked read is cancelled, a connect waits in 100 ms slices.
 //
 // Errors are logged at most once per distinct message every 30 s (a server that resends a bad
-// config, or stays down, does not flood the log); counts are in Stats().
+// config, or stays down, does not flood the log); counts are in Stats(), which the client renders
+// itself at each scrape of /metrics as a GaugeSource (src/server/observe/gauge_source.h).
 //
 // Example:
 //   auto client = XdsClient::Create(settings, {.apply = ..., .reject = ...});
@@ -24,7 +25,8 @@
 //   ...
 //   (*client)->Stop();  // returns within about 100 ms
 //
-// Thread safety: Start(), Stop() and Stats() are thread-safe; the callbacks run on the client's
+// Thread safety: Start(), Stop(), Stats() and AppendPrometheus() are thread-safe; the callbacks
+// run on the client's
 // thread, one at a time, never after Stop() has returned.
 #ifndef SLUICE_SERVER_XDS_XDS_CLIENT_H_
 #define SLUICE_SERVER_XDS_XDS_CLIENT_H_
@@ -41,6 +43,7 @@
 
 #include "sluice/config.h"
 
+#include "src/server/observe/gauge_source.h"
 #include "src/server/xds/xds_settings.h"
 #include "src/util/mutex.h"
 
@@ -72,7 +75,12 @@ struct XdsClientStats {
   std::string version{};   // version_info of the config applied last, or ""
 };
 
-class XdsClient {
+// AppendXdsFamilies()
+//
+// Appends the sluice_xds_* families of `stats` to `out` (Prometheus text format).
+void AppendXdsFamilies(const XdsClientStats& stats, std::string& out);
+
+class XdsClient final : public GaugeSource {
  public:
   // XdsClient::Create()
   //
@@ -83,7 +91,7 @@ class XdsClient {
   XdsClient(const XdsClient&) = delete;
   XdsClient& operator=(const XdsClient&) = delete;
   // Stop().
-  ~XdsClient();
+  ~XdsClient() override;
 
   // Starts the client's thread. REQUIRES: called once.
   void Start();
@@ -91,6 +99,8 @@ class XdsClient {
   void Stop();
 
   XdsClientStats Stats() const;
+  // GaugeSource: AppendXdsFamilies() of Stats().
+  void AppendPrometheus(std::string& out) const override { AppendXdsFamilies(Stats(), out); }
 
  private:
   XdsClient(XdsSettings settings, XdsClientCallbacks callbacks,

@@ -1,5 +1,6 @@
 #include "src/server/dashboard/dashboard.h"
 
+#include <array>
 #include <chrono>
 #include <string>
 #include <utility>
@@ -22,10 +23,11 @@ void Decide(Dashboard& d, std::string_view domain, std::string_view key, bool ov
             const RlsLimit& limit = RlsLimit{.requests_per_unit = 10,
                                              .unit = RateLimitUnit::kMinute}) {
   RlsResponse response{.overall_code = over ? RlsCode::kOverLimit : RlsCode::kOk};
-  const RuleStatsDelta limits[] = {{.stats_key = "x",
-                                    .stats = {.total_hits = 1, .over_limit = over ? 1u : 0u},
-                                    .store_key = key,
-                                    .limit = &limit}};
+  const std::array<RuleStatsDelta, 1> limits = {
+      {{.stats_key = "x",
+        .stats = {.total_hits = 1, .over_limit = over ? 1u : 0u},
+        .store_key = key,
+        .limit = &limit}}};
   d.OnDecision(RlsDecisionReport{.domain = domain,
                                  .limits = limits,
                                  .response = &response,
@@ -44,8 +46,9 @@ class DashboardTest : public ::testing::Test {
 };
 
 TEST_F(DashboardTest, FeedCountsDecisionsPerDomainAndSecond) {
-  for (int i = 0; i < 7; ++i)
+  for (int i = 0; i < 7; ++i) {
     Decide(dashboard_, "edge", "{edge:user:alice}fixed_window:60000", i < 2);
+  }
   Decide(dashboard_, "api", "{api:user:bob}fixed_window:60000", false);
   clock_.Advance(seconds(1));
   const boost::json::object feed = Feed(dashboard_);
@@ -93,8 +96,18 @@ TEST_F(DashboardTest, TopOverLimitNamesTheDescriptorItsLimitAndSince) {
 // limit, beside the RLS descriptors.
 TEST_F(DashboardTest, QuotaReportsFeedTheSeriesAndTheTopLists) {
   const std::vector<std::pair<std::string, std::string>> entries = {{"name", "orders"}};
-  dashboard_.OnQuotaReport("quota", entries, 40, 12, 100, seconds(60));
-  dashboard_.OnQuotaReport("quota", entries, 5, 0, 100, seconds(60));
+  const QuotaUsageReport report{.domain = "quota",
+                                .stats_key = "quota.name_orders",
+                                .entries = entries,
+                                .limit = 100,
+                                .unit = seconds(60),
+                                .allowed = 40,
+                                .denied = 12};
+  dashboard_.OnQuotaUsage(report);
+  QuotaUsageReport later = report;
+  later.allowed = 5;
+  later.denied = 0;
+  dashboard_.OnQuotaUsage(later);
   clock_.Advance(seconds(1));
   const boost::json::object feed = Feed(dashboard_);
   const boost::json::object& quota = feed.at("domains").at(0).as_object();
@@ -159,8 +172,8 @@ TEST_F(DashboardTest, ValuesArePlainJsonStringsAndLongOnesAreCut) {
 }
 
 TEST_F(DashboardTest, ConfigLoadsAndErrors) {
-  dashboard_.OnConfigLoad(true, "/etc/ratelimit", "");
-  dashboard_.OnConfigLoad(false, "", "bad yaml");
+  dashboard_.OnConfigLoad({.ok = true, .origin = "/etc/ratelimit"});
+  dashboard_.OnConfigLoad({.ok = false, .error = "bad yaml"});
   const boost::json::object feed = Feed(dashboard_);
   EXPECT_EQ(feed.at("config").at("version").to_number<uint64_t>(), 1u);
   EXPECT_EQ(feed.at("config").at("load_errors").to_number<uint64_t>(), 1u);
@@ -168,15 +181,25 @@ TEST_F(DashboardTest, ConfigLoadsAndErrors) {
   EXPECT_FALSE(feed.contains("store"));
 }
 
+// A store state read at each feed, as the process's store wiring gives it.
+class FixedStoreState final : public StoreStateSource {
+ public:
+  explicit FixedStoreState(const StoreState& state) : state_(state) {}
+  StoreState ReadStoreState() const override { return state_; }
+
+ private:
+  const StoreState state_;
+};
+
 TEST_F(DashboardTest, StoreStateWithLeases) {
-  dashboard_.SetStoreStateSource([] {
-    StoreState s{.redis_connected = true, .breaker_open = false, .redis = RedisStoreStats{}};
-    s.redis->leases = true;
-    s.redis->lease.local_admits = 40;
-    s.redis->lease.grants = 3;
-    return s;
-  });
+  StoreState s{.redis_connected = true, .breaker_open = false, .redis = RedisStoreStats{}};
+  s.redis->leases = true;
+  s.redis->lease.local_admits = 40;
+  s.redis->lease.grants = 3;
+  const FixedStoreState source(s);
+  dashboard_.SetStoreStateSource(&source);
   const boost::json::object feed = Feed(dashboard_);
+  dashboard_.SetStoreStateSource(nullptr);
   const boost::json::object& store = feed.at("store").as_object();
   EXPECT_EQ(store.at("kind").as_string(), "redis");
   EXPECT_TRUE(store.at("connected").as_bool());

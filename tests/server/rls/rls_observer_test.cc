@@ -1,6 +1,8 @@
-// RateLimitService's reports to its RlsObserver (src/server/rls/rls_observer.h), and the fan-out
-// RlsObserverList: one report per request, with the domain, each limit's stats key and stats, the
-// answer and the latency. Links the rate limit core alone (no stats, no protobuf).
+// RateLimitService's reports to its RlsObserver (src/server/rls/rls_observer.h): one report per
+// request, with the domain, each limit's stats key and stats, the answer and the latency; and the
+// process's fan-out, ObserverList (src/server/observe/observer_list.h), which passes every event
+// to each observer. Links the rate limit core alone (no stats, no protobuf; the observe room's
+// interfaces are headers).
 #include "src/server/rls/rls_observer.h"
 
 #include <chrono>
@@ -8,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -16,6 +19,8 @@
 #include "sluice/failure_policy.h"
 #include "sluice/memory_store.h"
 
+#include "src/server/observe/observer_list.h"
+#include "src/server/observe/process_observer.h"
 #include "src/server/rls/rate_limit_service.h"
 #include "tests/testing/faulty_store.h"
 #include "tests/testing/manual_clock.h"
@@ -31,7 +36,7 @@ descriptors:
 )yaml";
 
 // Keeps a copy of every report.
-class RecordingObserver final : public RlsObserver {
+class RecordingObserver final : public ProcessObserver {
  public:
   struct Limit {
     std::string stats_key;
@@ -62,6 +67,14 @@ class RecordingObserver final : public RlsObserver {
     d.overall = report.response->overall_code;
     d.latency = report.latency;
   }
+  void OnQuotaUsage(const QuotaUsageReport& usage) override {
+    quota.emplace_back(usage.stats_key);
+    quota_denied += usage.denied;
+  }
+  void OnConfigLoad(const ConfigLoadReport& load) override {
+    config_loads.push_back(load.ok ? std::string(load.origin)
+                                   : "refused: " + std::string(load.error));
+  }
 
   int invalid = 0;
   std::vector<std::string> unknown;
@@ -69,6 +82,16 @@ class RecordingObserver final : public RlsObserver {
   std::vector<std::string> store_errors;
   std::chrono::microseconds store_error_latency{0};
   std::vector<Decision> decisions;
+  std::vector<std::string> quota;
+  uint64_t quota_denied = 0;
+  std::vector<std::string> config_loads;
+};
+
+// Hears config loads only: every other event is the interface's no-op.
+class ConfigLoadCounter final : public ProcessObserver {
+ public:
+  void OnConfigLoad(const ConfigLoadReport& /*load*/) override { ++loads; }
+  int loads = 0;
 };
 
 class RlsObserverTest : public ::testing::Test {
@@ -100,8 +123,9 @@ class RlsObserverTest : public ::testing::Test {
 
   testing::ManualClock clock_{std::chrono::seconds(1'700'000'000)};
   RecordingObserver first_;
+  ConfigLoadCounter loads_only_;
   RecordingObserver second_;
-  RlsObserverList observers_{{&first_, &second_}};
+  ObserverList observers_{{&first_, &loads_only_, &second_}};
   testing::FaultyStore* faulty_ = nullptr;
   std::unique_ptr<FailurePolicyStore> store_;
   std::unique_ptr<RateLimitService> service_;
@@ -124,11 +148,32 @@ TEST_F(RlsObserverTest, ADecisionIsReportedWithItsStatsKeyAndAnswer) {
   EXPECT_TRUE(first_.store_errors.empty());
 }
 
-// Verifies the list reports to every observer, in the same words.
+// Verifies the list reports to every observer, in the same words, past one that overrides only
+// what it cares about.
 TEST_F(RlsObserverTest, TheListReportsToEachObserver) {
   ASSERT_TRUE(Decide("edge", "two", "b").ok());
   ASSERT_EQ(second_.decisions.size(), 1u);
   EXPECT_EQ(second_.decisions[0].limits[0].stats_key, first_.decisions[0].limits[0].stats_key);
+}
+
+// Verifies the process's other events reach every observer through the same list.
+TEST_F(RlsObserverTest, TheListPassesQuotaUsageAndConfigLoads) {
+  const std::vector<std::pair<std::string, std::string>> entries = {{"name", "api"}};
+  observers_.OnQuotaUsage(QuotaUsageReport{.domain = "quota",
+                                           .stats_key = "quota.name_api",
+                                           .entries = entries,
+                                           .limit = 10,
+                                           .allowed = 4,
+                                           .denied = 2});
+  observers_.OnConfigLoad({.ok = true, .origin = "/etc/ratelimit"});
+  observers_.OnConfigLoad({.ok = false, .error = "bad yaml"});
+  for (const RecordingObserver* o : {&first_, &second_}) {
+    EXPECT_EQ(o->quota, std::vector<std::string>{"quota.name_api"});
+    EXPECT_EQ(o->quota_denied, 2u);
+    EXPECT_EQ(o->config_loads, (std::vector<std::string>{"/etc/ratelimit", "refused: bad yaml"}));
+    EXPECT_TRUE(o->decisions.empty());
+  }
+  EXPECT_EQ(loads_only_.loads, 2);
 }
 
 TEST_F(RlsObserverTest, AnUnknownDomainIsReportedBeforeItsDecision) {
@@ -142,7 +187,8 @@ TEST_F(RlsObserverTest, AnUnknownDomainIsReportedBeforeItsDecision) {
 TEST_F(RlsObserverTest, AMalformedRequestIsReportedAndNotDecided) {
   RlsRequest request{.domain = "", .descriptors = {{.entries = {{"two", "a"}}}}};
   absl::Status status;
-  service_->Decide(request, [&status](absl::StatusOr<RlsResponse> r) { status = r.status(); });
+  service_->Decide(request,
+                   [&status](const absl::StatusOr<RlsResponse>& r) { status = r.status(); });
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(first_.invalid, 1);
   EXPECT_TRUE(first_.decisions.empty());

@@ -7,16 +7,14 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "sluice/open_store.h"
-
-#include "src/server/stats/store_state_source.h"
+#include "src/server/observe/gauge_source.h"
 
 namespace sluice::server {
 namespace {
@@ -113,106 +111,69 @@ TEST(Metrics, LatencyHistogramIsCumulative) {
       text, HasSubstr("ratelimit_service_total_requests_total{grpc_method=\"ShouldRateLimit\"} 3"));
 }
 
-TEST(Metrics, BuildInfoAndStoreGauges) {
+TEST(Metrics, BuildInfo) {
   Metrics m;
-  m.SetStoreStateSource([] {
-    return StoreState{.redis_connected = false, .breaker_open = true, .breaker_opens = 3};
-  });
-  const std::string text = m.Render();
-  EXPECT_THAT(text, HasSubstr("sluice_build_info{version=\""));
-  EXPECT_THAT(text, HasSubstr("sluice_redis_connected 0\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_store_breaker_open 1\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_store_breaker_opens_total 3\n"));
-  EXPECT_THAT(text, Not(HasSubstr("sluice_redis_connects_total")));
-  EXPECT_THAT(text, Not(HasSubstr("sluice_memory_store_entries")));
+  EXPECT_THAT(m.Render(), HasSubstr("sluice_build_info{version=\""));
 }
 
-TEST(Metrics, ExportsTheStoresOwnCounters) {
+// A reported RLQS bucket counts in its rule's counters as decisions do: the requests its client
+// allowed within the limit, the denied ones over it; nothing was decided here, so no latency.
+TEST(Metrics, QuotaUsageCountsInTheRuleCounters) {
   Metrics m;
-  m.SetStoreStateSource([] {
-    return StoreState{.redis_connected = true,
-                      .breaker_closes = 2,
-                      .redis = RedisStoreStats{.script_calls = 40,
-                                               .noscript_resends = 1,
-                                               .connects = 3,
-                                               .connect_failures = 5,
-                                               .disconnects = 2},
-                      .memory = MemoryStoreStats{.entries = 7, .bytes = 504, .evicted = 9}};
-  });
+  m.OnQuotaUsage({.domain = "quota", .stats_key = "quota.name_api", .allowed = 7, .denied = 3});
   const std::string text = m.Render();
-  EXPECT_THAT(text, HasSubstr("sluice_redis_connected 1\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_store_breaker_closes_total 2\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_redis_script_calls_total 40\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_redis_noscript_resends_total 1\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_redis_connects_total 3\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_redis_connect_failures_total 5\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_redis_disconnects_total 2\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_memory_store_entries 7\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_memory_store_bytes 504\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_memory_store_evicted_total 9\n"));
+  EXPECT_THAT(text, HasSubstr(R"(total_hits_total{domain="quota",key="name_api"} 10)"));
+  EXPECT_THAT(text, HasSubstr(R"(within_limit_total{domain="quota",key="name_api"} 7)"));
+  EXPECT_THAT(text, HasSubstr(R"(over_limit_total{domain="quota",key="name_api"} 3)"));
+  EXPECT_THAT(text, HasSubstr("ratelimit_service_response_time_seconds_count 0\n"));
 }
 
-TEST(StoreStateSource, ReadsTheMemoryStoreAndTheBreaker) {
-  absl::StatusOr<OpenedStore> stores = OpenStore("memory");
-  ASSERT_TRUE(stores.ok()) << stores.status();
+TEST(Metrics, ConfigLoadsAreCounted) {
   Metrics m;
-  m.SetStoreStateSource(StoreStateSource(*stores->store, stores->backend));
-  const std::string text = m.Render();
-  EXPECT_THAT(text, HasSubstr("sluice_memory_store_entries 0\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_store_breaker_open 0\n"));
-  EXPECT_THAT(text, Not(HasSubstr("sluice_redis_connected")));
+  m.OnConfigLoad({.ok = true, .origin = "/etc/ratelimit"});
+  m.OnConfigLoad({.ok = false, .error = "bad yaml"});
+  m.OnConfigLoad({.ok = false, .error = "bad yaml"});
+  EXPECT_EQ(CounterValue(m, "ratelimit.service.config_load_success"), 1u);
+  EXPECT_EQ(CounterValue(m, "ratelimit.service.config_load_error"), 2u);
 }
 
-// Verifies the listener and gRPC counters reach /metrics, one series per listener, and that
-// without a source there are no such series.
-TEST(Metrics, RendersTheServerState) {
-  Metrics m;
-  EXPECT_THAT(m.Render(), Not(HasSubstr("sluice_listener_")));
-  m.SetServerStateSource([] {
-    return ServerState{
-        .listeners = {{.name = "grpc", .accepted = 4, .rejected_over_cap = 2, .accept_failures = 1},
-                      {.name = "http", .accepted = 9, .closed_idle_at_cap = 7}},
-        .grpc_in_flight = 3,
-        .grpc_rejected_in_flight = 5,
-        .grpc_unparsable_requests = 6};
-  });
-  const std::string text = m.Render();
-  EXPECT_THAT(text, HasSubstr("sluice_listener_accepted_total{listener=\"grpc\"} 4\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_listener_accepted_total{listener=\"http\"} 9\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_listener_rejected_over_cap_total{listener=\"grpc\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_listener_accept_failures_total{listener=\"grpc\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_listener_closed_idle_at_cap_total{listener=\"http\"} 7\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_grpc_in_flight 3\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_grpc_rejected_in_flight_total 5\n"));
-  EXPECT_THAT(text, HasSubstr("sluice_grpc_unparsable_requests_total 6\n"));
-  m.SetServerStateSource(nullptr);
-  EXPECT_THAT(m.Render(), Not(HasSubstr("sluice_grpc_in_flight")));
-}
-
-// Verifies the Prometheus conventions: every counter family ends in _total, gauges do not.
-TEST(Metrics, CounterFamiliesEndInTotal) {
-  Metrics m;
-  m.SetStoreStateSource([] {
-    return StoreState{
-        .redis_connected = true, .redis = RedisStoreStats{}, .memory = MemoryStoreStats{}};
-  });
-  m.AddRuleStats("d", "d.k", {.total_hits = 1});
-  m.CountDomainNotFound("x", 1);
-  std::istringstream lines(m.Render());
-  int families = 0;
-  for (std::string line; std::getline(lines, line);) {
-    if (!absl::StartsWith(line, "# TYPE ")) continue;
-    ++families;
-    std::istringstream words(line.substr(7));
-    std::string name, type;
-    words >> name >> type;
-    if (type == "counter") {
-      EXPECT_TRUE(absl::EndsWith(name, "_total")) << name;
-    } else if (type == "gauge") {
-      EXPECT_FALSE(absl::EndsWith(name, "_total")) << name;
-    }
+// A gauge source that renders one fixed family.
+class FixedGauge final : public GaugeSource {
+ public:
+  explicit FixedGauge(std::string name) : name_(std::move(name)) {}
+  void AppendPrometheus(std::string& out) const override {
+    out += "# TYPE " + name_ + " gauge\n" + name_ + " 1\n";
   }
-  EXPECT_GT(families, 20);
+
+ private:
+  const std::string name_;
+};
+
+// Verifies the gauges come last, in the list's order, the metrics' own where the list puts them;
+// that without a list the page ends with the metrics' own; and that nullptr restores that.
+TEST(Metrics, GaugesFollowTheCountersInTheListsOrder) {
+  Metrics m;
+  const std::string alone = m.Render();
+  EXPECT_THAT(alone, HasSubstr("sluice_metrics_series_bytes "));
+  EXPECT_TRUE(absl::EndsWith(alone, "sluice_metrics_series_folded_total 0\n")) << alone;
+
+  const FixedGauge first("first_gauge");
+  const FixedGauge last("last_gauge");
+  const GaugeList gauges({&first, nullptr, &m.SeriesGauges(), &last});
+  m.SetGauges(&gauges);
+  const std::string text = m.Render();
+  const size_t build_info = text.find("# TYPE sluice_build_info");
+  const size_t first_at = text.find("first_gauge 1\n");
+  const size_t series_at = text.find("# TYPE sluice_metrics_series_bytes");
+  const size_t last_at = text.find("last_gauge 1\n");
+  ASSERT_NE(last_at, std::string::npos);
+  EXPECT_LT(build_info, first_at);
+  EXPECT_LT(first_at, series_at);
+  EXPECT_LT(series_at, last_at);
+  EXPECT_TRUE(absl::EndsWith(text, "last_gauge 1\n"));
+
+  m.SetGauges(nullptr);
+  EXPECT_EQ(m.Render(), alone);
 }
 
 TEST(BoundLabelValue, KeepsShortValuesAndHashesLongOnes) {
