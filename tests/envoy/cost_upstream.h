@@ -13,46 +13,31 @@
 #define SLUICE_TESTS_ENVOY_COST_UPSTREAM_H_
 
 #include <memory>
-#include <set>
-#include <thread>
-#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+
+#include "tests/envoy/test_upstream.h"
 
 namespace sluice::testing {
 
-class CostUpstream {
+class CostUpstream final : public TestUpstream {
  public:
   // Listens on a free loopback port; Unavailable when it cannot.
   static absl::StatusOr<std::unique_ptr<CostUpstream>> Start();
-  CostUpstream(const CostUpstream&) = delete;
-  CostUpstream& operator=(const CostUpstream&) = delete;
   // Closes every connection and joins its threads.
-  ~CostUpstream();
+  ~CostUpstream() override { Stop(); }
 
-  int port() const { return port_; }
   // Requests answered so far: those Envoy let through.
   int answered() const;
 
  private:
   CostUpstream() = default;
-  void AcceptLoop();
-  void Serve(boost::asio::ip::tcp::socket socket);
+  void Serve(boost::asio::ip::tcp::socket& socket) override;
 
-  boost::asio::io_context io_;
-  boost::asio::ip::tcp::acceptor acceptor_{io_};
-  int port_ = 0;
-  std::thread accept_thread_;
-
-  mutable absl::Mutex mu_;
   int answered_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::set<int> open_fds_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::thread> connections_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::testing

@@ -1,7 +1,6 @@
 #include "tests/envoy/held_upstream.h"
 
 #include <cerrno>
-#include <exception>
 #include <string_view>
 #include <utility>
 
@@ -33,34 +32,8 @@ bool PeerClosed(int fd) {
 
 absl::StatusOr<std::unique_ptr<HeldUpstream>> HeldUpstream::Start() {
   std::unique_ptr<HeldUpstream> upstream(new HeldUpstream());
-  try {
-    const tcp::endpoint loopback(boost::asio::ip::make_address("127.0.0.1"), 0);
-    upstream->acceptor_.open(loopback.protocol());
-    upstream->acceptor_.bind(loopback);
-    upstream->acceptor_.listen();
-    upstream->port_ = upstream->acceptor_.local_endpoint().port();
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("upstream: cannot listen: ", e.what()));
-  }
-  upstream->accept_thread_ = std::thread([u = upstream.get()] { u->AcceptLoop(); });
+  if (absl::Status s = upstream->Listen(); !s.ok()) return s;
   return upstream;
-}
-
-HeldUpstream::~HeldUpstream() {
-  std::vector<std::thread> connections;
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-    // shutdown() wakes the threads blocked in accept() and read() on these sockets.
-    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
-    for (const int fd : open_fds_) ::shutdown(fd, SHUT_RDWR);
-  }
-  accept_thread_.join();
-  {
-    absl::MutexLock lock(&mu_);
-    connections.swap(connections_);
-  }
-  for (std::thread& t : connections) t.join();
 }
 
 int HeldUpstream::held() const {
@@ -77,20 +50,7 @@ void HeldUpstream::Release(int n) {
   releases_ += n;
 }
 
-void HeldUpstream::AcceptLoop() {
-  while (true) {
-    tcp::socket socket(io_);
-    boost::system::error_code ec;
-    acceptor_.accept(socket, ec);
-    absl::MutexLock lock(&mu_);
-    if (stopping_) return;
-    if (ec) continue;
-    open_fds_.insert(socket.native_handle());
-    connections_.emplace_back([this, s = std::move(socket)]() mutable { Serve(std::move(s)); });
-  }
-}
-
-void HeldUpstream::Serve(tcp::socket socket) {
+void HeldUpstream::Serve(tcp::socket& socket) {
   const int fd = socket.native_handle();
   boost::beast::flat_buffer buffer;
   // Envoy keeps upstream connections open: serve requests until it closes this one.
@@ -108,8 +68,6 @@ void HeldUpstream::Serve(tcp::socket socket) {
     http::write(socket, response, ec);
     if (ec || !request.keep_alive()) break;
   }
-  absl::MutexLock lock(&mu_);
-  open_fds_.erase(fd);
 }
 
 bool HeldUpstream::Hold(int fd) {

@@ -13,27 +13,22 @@
 #define SLUICE_TESTS_ENVOY_HELD_UPSTREAM_H_
 
 #include <memory>
-#include <set>
-#include <thread>
-#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+
+#include "tests/envoy/test_upstream.h"
 
 namespace sluice::testing {
 
-class HeldUpstream {
+class HeldUpstream final : public TestUpstream {
  public:
   static absl::StatusOr<std::unique_ptr<HeldUpstream>> Start();
-  HeldUpstream(const HeldUpstream&) = delete;
-  HeldUpstream& operator=(const HeldUpstream&) = delete;
   // Answers whatever it holds, closes every connection and joins its threads.
-  ~HeldUpstream();
+  ~HeldUpstream() override { Stop(); }
 
-  int port() const { return port_; }
   // Requests held now; one whose connection was closed (its client went away) no longer counts.
   int held() const;
   // Waits until exactly `n` requests are held; false after `timeout_ms`.
@@ -43,22 +38,12 @@ class HeldUpstream {
 
  private:
   HeldUpstream() = default;
-  void AcceptLoop();
-  void Serve(boost::asio::ip::tcp::socket socket);
+  void Serve(boost::asio::ip::tcp::socket& socket) override;
   // Holds the request read from `fd` until released (true) or until its peer closes (false).
   bool Hold(int fd);
 
-  boost::asio::io_context io_;
-  boost::asio::ip::tcp::acceptor acceptor_{io_};
-  int port_ = 0;
-  std::thread accept_thread_;
-
-  mutable absl::Mutex mu_;
   int held_ ABSL_GUARDED_BY(mu_) = 0;
   int releases_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::set<int> open_fds_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::thread> connections_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::testing
