@@ -66,6 +66,15 @@ TatOffset PlusUnits(TatOffset x, int64_t units, int64_t period, int64_t rate) {
   return next;
 }
 
+TatOffset MinusScaled(TatOffset x, int64_t scaled, int64_t rate) {
+  TatOffset next{.dt = x.dt - scaled / rate, .frac = x.frac - scaled % rate};
+  if (next.frac < 0) {
+    next.frac += rate;
+    --next.dt;
+  }
+  return next.dt < 0 ? TatOffset{.dt = 0, .frac = 0} : next;
+}
+
 GcraReading ReadGcra(const Limit& limit, const GcraState& state, int64_t now_us) {
   const int64_t rate = limit.limit;
   const int64_t burst = limit.Capacity();
@@ -149,12 +158,8 @@ Decision CreditGcra(const Limit& limit, GcraState& state, int64_t now_us, int64_
   if (r.floored.dt > 2 * (burst * period / rate) + 1) {
     // A debt above 2 * B * P (after a backward time step): never formed as one number, and the
     // credit cannot reach the running leases' floor (at most B * P), so it is the pair
-    // tat_f - u' * T, borrowing a microsecond for the fraction.
-    tat = {.dt = r.floored.dt - given / rate, .frac = r.floored.frac - given % rate};
-    if (tat.frac < 0) {
-      tat.frac += rate;
-      --tat.dt;
-    }
+    // tat_f - u' * T.
+    tat = internal::MinusScaled(r.floored, given, rate);
   } else {
     // D(tat_f) <= 2 * B * P + 2 * rate < 2^52: as token_bucket.cc, on the debt.
     const int64_t debt = r.floored.dt * rate + r.floored.frac;

@@ -177,15 +177,9 @@ int64_t RefundGcra(const Limit& limit, GcraState& state, int64_t now_us, Granted
   const int64_t rate = limit.limit;
   const internal::GcraReading r = internal::ReadGcra(limit, state, now_us);
   const int64_t units = RefundUnits(limit, *entry, unspent);
-  // tat - units * T, as pairs, borrowing a microsecond for the fraction; never before now.
-  const int64_t increment = units * limit.period.count();
-  internal::TatOffset tat{.dt = r.floored.dt - increment / rate,
-                          .frac = r.floored.frac - increment % rate};
-  if (tat.frac < 0) {
-    tat.frac += rate;
-    --tat.dt;
-  }
-  if (tat.dt < 0) tat = {.dt = 0, .frac = 0};
+  // tat - units * T, as pairs; never before now.
+  const internal::TatOffset tat =
+      internal::MinusScaled(r.floored, units * limit.period.count(), rate);
   state.tat_us = now_us + tat.dt;
   state.tat_frac = tat.frac;
   KeepTheRest(state.leases, entry, units, now_us);

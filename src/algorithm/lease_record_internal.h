@@ -142,6 +142,13 @@ GcraReading ReadGcra(const Limit& limit, const GcraState& state, int64_t now_us)
 // Returns x + units * T (T = period / rate) as an offset. REQUIRES: units * period <= 2^50.
 TatOffset PlusUnits(TatOffset x, int64_t units, int64_t period, int64_t rate);
 
+// MinusScaled()
+//
+// Returns x - scaled / rate as an offset (`scaled` units * period, e.g.), borrowing a
+// microsecond for the fraction, and never before now: {0, 0} when it would be. What a lease refund
+// and a credit take off a TAT. REQUIRES: 0 <= scaled <= 2^50.
+TatOffset MinusScaled(TatOffset x, int64_t scaled, int64_t rate);
+
 }  // namespace sluice::algorithm::internal
 
 #endif  // SLUICE_ALGORITHM_LEASE_RECORD_INTERNAL_H_
