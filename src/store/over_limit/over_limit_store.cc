@@ -32,7 +32,9 @@ void OverLimitStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCal
   const auto now = clock_.Now();
   std::vector<std::optional<OverLimitCache::Over>> over(checks.size());
   size_t cached = 0;
+  bool credits = false;
   for (size_t i = 0; i < checks.size(); ++i) {
+    credits = credits || checks[i].refund;
     // A credit is never denied, and a peek never recorded.
     if (checks[i].cost == 0 || checks[i].refund) continue;
     over[i] = cache_.Lookup(checks[i].key, checks[i].limit.limit, checks[i].cost, now);
@@ -41,9 +43,10 @@ void OverLimitStore::Decide(std::span<const LimitCheck> checks, MultiDecisionCal
   if (cached == 0) {
     // The checks are the caller's only until this returns; the answer may come later.
     DecideOn(inner(), checks,
-             [this, kept = std::vector<LimitCheck>(checks.begin(), checks.end()),
+             [this, kept = std::vector<LimitCheck>(checks.begin(), checks.end()), credits,
               done = std::move(done)](absl::StatusOr<MultiDecision> m) mutable {
-               if (m.ok()) Remember(kept, *m);
+               // An admission without credits leaves the cache as it is: no walk over it.
+               if (m.ok() && (!m->allowed || credits)) Remember(kept, *m);
                std::move(done)(std::move(m));
              });
     return;
